@@ -19,5 +19,5 @@ const (
 	LayerNumIETH         = 1116 // bth
 	LayerNumDETH         = 1117 // bth
 	LayerNumCNP          = 1118 // bth: CNP reserved body
-	LayerNumIBPayload    = 1119 // bth: transport payload + pad, ICRC (and VCRC on IB) as trailer fields
+	LayerNumIBPayload    = 1119 // bth: transport payload + pad, ICRC as a trailer field (the LRH layer holds the VCRC)
 )
