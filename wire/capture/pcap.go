@@ -207,11 +207,9 @@ func (pr *pcapReader) next(rec *Record) error {
 		return wire.Errorf(pr.name(), "incl_len", pr.off+8, wire.ReasonInconsistent,
 			"captured %d bytes of a %d-byte packet", incl, orig)
 	}
-	if cap(pr.buf) < int(incl) {
-		pr.buf = make([]byte, incl)
-	}
-	pr.buf = pr.buf[:incl]
-	if n, err := io.ReadFull(pr.r, pr.buf); err != nil {
+	buf, n, err := readFullGrow(pr.r, pr.buf[:0], 0, int(incl))
+	pr.buf = buf
+	if err != nil {
 		return wire.Truncated(pr.name(), "data", pr.off+pcapRecordHeaderSize, int(incl), n)
 	}
 	*rec = Record{LinkType: pr.link, Timestamp: time.Unix(int64(sec), ns),

@@ -182,13 +182,15 @@ func (nr *ngReader) blockLen(block string, min uint32) (int, error) {
 // already read after the 8-byte header, and checks the trailing length.
 func (nr *ngReader) readBody(total int, prefix []byte) error {
 	body := total - 8
-	if cap(nr.buf) < body {
-		nr.buf = make([]byte, body)
+	if cap(nr.buf) < len(prefix) {
+		nr.buf = make([]byte, len(prefix))
 	}
-	nr.buf = nr.buf[:body]
+	nr.buf = nr.buf[:len(prefix)]
 	copy(nr.buf, prefix)
-	if n, err := io.ReadFull(nr.r, nr.buf[len(prefix):]); err != nil {
-		return wire.Truncated(nr.name("block"), "Block Body", nr.off+8, body, len(prefix)+n)
+	var n int
+	var err error
+	if nr.buf, n, err = readFullGrow(nr.r, nr.buf, len(prefix), body); err != nil {
+		return wire.Truncated(nr.name("block"), "Block Body", nr.off+8, body, n)
 	}
 	if tail := nr.order.Uint32(nr.buf[body-4:]); int(tail) != total {
 		return wire.Errorf(nr.name("block"), "trailing Block Total Length", nr.off+total-4, wire.ReasonInconsistent,
