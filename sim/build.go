@@ -1,0 +1,390 @@
+package sim
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/switchcore"
+)
+
+// Build turns a loaded lab spec into a simulation: one switchcore switch
+// per switch node (its QoS tables converted to switchcore.Config), one
+// simulated host per NIC node, one link per spec link and one source per
+// traffic flow. seed replaces the spec's seed (the CLI passes --seed or
+// spec.Sim.Seed).
+func Build(spec *lab.Spec, seed uint64) (*Sim, error) {
+	if spec == nil {
+		return nil, fmt.Errorf("sim: no lab spec")
+	}
+	s := New(Options{
+		Seed:           seed,
+		Duration:       spec.Sim.Duration,
+		SampleInterval: spec.Sim.SampleInterval,
+		EventBudget:    spec.Sim.MaxEvents,
+		DeadlockWindow: spec.Sim.DeadlockWindow,
+	})
+	ib := spec.Fabric == lab.FabricIB
+	for _, n := range spec.Nodes {
+		var err error
+		switch n.Kind {
+		case lab.KindSwitch:
+			var cfg *switchcore.Config
+			if cfg, err = SwitchConfig(spec, n, seed); err == nil {
+				err = s.AddSwitch(n.Name, cfg)
+			}
+		case lab.KindNIC:
+			err = s.AddHost(hostConfig(spec, n, ib))
+		default:
+			err = fmt.Errorf("sim: node %s: unknown kind %q", n.Name, n.Kind)
+		}
+		if err != nil {
+			return nil, specErr(spec, n.Line, err)
+		}
+	}
+	for _, l := range spec.Links {
+		lc := LinkConfig{Rate: l.Rate, Delay: l.Delay, MTU: l.MTU, Loss: l.Loss, Corrupt: l.Corrupt}
+		for _, ev := range l.Schedule {
+			lc.Events = append(lc.Events, LinkEvent{At: ev.At, Up: ev.Up})
+		}
+		a := PortRef{Node: l.A.Node.Name, Port: l.A.Index}
+		b := PortRef{Node: l.B.Node.Name, Port: l.B.Index}
+		if _, err := s.Connect(a, b, lc); err != nil {
+			return nil, specErr(spec, l.Line, err)
+		}
+	}
+	for _, fl := range spec.Traffic {
+		fc, err := flowConfig(fl)
+		if err == nil {
+			err = s.AddFlow(fc)
+		}
+		if err != nil {
+			return nil, specErr(spec, fl.Line, err)
+		}
+	}
+	return s, nil
+}
+
+func specErr(spec *lab.Spec, line int, err error) error {
+	return fmt.Errorf("%s:%d: %w", spec.File, line, err)
+}
+
+func hostConfig(spec *lab.Spec, n *lab.Node, ib bool) HostConfig {
+	hc := HostConfig{Name: n.Name, MAC: n.MAC, IP: n.IPv4, LID: n.LID, Tagged: n.Tagged, VID: n.VID, IgnorePFC: n.IgnorePFC}
+	if n.Storm != nil {
+		hc.Storm = &PFCStorm{Priority: int(n.Storm.Priority), Start: n.Storm.Start, Stop: n.Storm.Stop, Interval: n.Storm.Interval}
+	}
+	if ib {
+		hc.Fabric = FabricIB
+		ibc := n.IB
+		if ibc == nil {
+			ibc = spec.IB
+		}
+		if ibc != nil {
+			hc.IBDataVLs = ibc.MaxVLs
+			sl2vl := ibc.SL2VL
+			hc.IBSL2VL = &sl2vl
+			if ibc.VLBuffer > 0 {
+				hc.IBBlocksPerVL = min(int(ibc.VLBuffer/64), 2048)
+			}
+		}
+	}
+	return hc
+}
+
+func flowConfig(fl *lab.Flow) (FlowConfig, error) {
+	fc := FlowConfig{
+		Name: fl.Name, Src: fl.Src.Name, Rate: fl.Rate, Count: fl.Count, Start: fl.Start, Stop: fl.Stop,
+		On: fl.On, Off: fl.Off, Load: fl.Load, DSCP: fl.DSCP, Priority: int(fl.Priority), ECT: fl.ECN,
+		PMTU: fl.PMTU, SL: fl.SL, SrcPort: fl.SrcPort,
+	}
+	for _, d := range fl.Dst {
+		fc.Dst = append(fc.Dst, d.Name)
+	}
+	switch fl.Kind {
+	case lab.FlowUDSend:
+		fc.Kind = UDSend
+	default:
+		fc.Kind = RDMAWrite
+	}
+	switch fl.Arrival {
+	case lab.ArrivalPoisson:
+		fc.Pattern = Poisson
+	case lab.ArrivalOnOff:
+		fc.Pattern = OnOff
+	default:
+		fc.Pattern = Constant
+	}
+	sz := fl.Size
+	switch sz.Dist {
+	case lab.DistUniform:
+		fc.Size = SizeDist{Kind: Uniform, Min: int(sz.Min), Max: int(sz.Max)}
+	case lab.DistExponential:
+		fc.Size = SizeDist{Kind: Exponential, Bytes: int(sz.Mean), Min: int(sz.Min), Max: int(sz.Max)}
+	case lab.DistCDF:
+		fc.Size = SizeDist{Kind: Empirical}
+		for _, p := range sz.Points {
+			fc.Size.CDF = append(fc.Size.CDF, CDFPoint{Bytes: int(p.Size), P: p.P})
+		}
+	default:
+		fc.Size = SizeDist{Kind: Fixed, Bytes: int(sz.Size)}
+	}
+	return fc, nil
+}
+
+// SwitchConfig converts a switch node of a lab spec, with its effective QoS
+// (SONiC tables), into a switchcore.Config: switchcore.DefaultConfig first,
+// then every table the file writes. Port speeds and MTUs come from the
+// attached links. Routes the file does not give are added at Start along
+// shortest paths.
+func SwitchConfig(spec *lab.Spec, n *lab.Node, seed uint64) (*switchcore.Config, error) {
+	speed := spec.Defaults.Rate
+	for _, p := range n.Ports {
+		if p.Link != nil {
+			speed = p.Link.Rate
+			break
+		}
+	}
+	cfg := switchcore.DefaultConfig(n.Name, len(n.Ports), speed)
+	ib := spec.Fabric == lab.FabricIB
+	if ib {
+		cfg.Fabric = switchcore.FabricIB
+	}
+	for i, p := range n.Ports {
+		pc := &cfg.Ports[i]
+		pc.Name = p.Name
+		if p.Link != nil {
+			pc.Speed = p.Link.Rate
+			if p.Link.MTU > 0 {
+				pc.MTU = p.Link.MTU
+				if ib {
+					pc.MTU = p.Link.MTU + ibOverhead
+				}
+			}
+		}
+	}
+	switch n.Trust {
+	case lab.TrustPCP:
+		cfg.Trust = switchcore.TrustPCP
+	case lab.TrustDSCP:
+		cfg.Trust = switchcore.TrustDSCP
+	}
+	cfg.CutThrough = n.CutThrough
+	if n.HeaderBytes > 0 {
+		cfg.HeadBytesCT = n.HeaderBytes
+	}
+	cfg.ECMPSeed = n.ECMPSeed
+	cfg.MACLearning = n.MACLearning
+	if n.PFCQuanta != 0 {
+		cfg.PFCQuanta = n.PFCQuanta
+	}
+	if n.PFCRefresh != 0 {
+		cfg.PFCRefresh = n.PFCRefresh
+	}
+	if n.ECNMarkAt == lab.MarkEnqueue {
+		cfg.ECNMarkAt = switchcore.MarkAtEnqueue
+	}
+	h := fnv.New64a()
+	h.Write([]byte(n.Name))
+	cfg.Seed = seed ^ h.Sum64()
+	for _, r := range n.Routes {
+		if ib {
+			dst := spec.Node(r.Dst)
+			if dst == nil || len(r.Via) == 0 {
+				return nil, fmt.Errorf("sim: switch %s: IB route to %q needs a node and a port", n.Name, r.Dst)
+			}
+			for len(cfg.IB.LFT) <= int(dst.LID) {
+				cfg.IB.LFT = append(cfg.IB.LFT, -1)
+			}
+			cfg.IB.LFT[dst.LID] = r.Via[0]
+			continue
+		}
+		pfx := netip.PrefixFrom(netip.AddrFrom4(r.Prefix), r.Len)
+		cfg.Routes = append(cfg.Routes, switchcore.Route{Prefix: pfx.Masked(), Ports: append([]int(nil), r.Via...)})
+	}
+	if ib {
+		ibc := n.IB
+		if ibc == nil {
+			ibc = spec.IB
+		}
+		if ibc != nil {
+			applyIB(&cfg.IB, ibc)
+		}
+	}
+	if n.QoS != nil {
+		if err := applyQoS(cfg, n.QoS); err != nil {
+			return nil, fmt.Errorf("sim: switch %s: %w", n.Name, err)
+		}
+	}
+	return cfg, nil
+}
+
+func applyIB(c *switchcore.IBConfig, ibc *lab.IBConfig) {
+	if ibc.MaxVLs > 0 {
+		c.DataVLs = min(ibc.MaxVLs, 8)
+	}
+	c.SL2VL = ibc.SL2VL
+	if len(ibc.VLArbHigh) > 0 {
+		c.VLArbHigh = nil
+		for _, e := range ibc.VLArbHigh {
+			c.VLArbHigh = append(c.VLArbHigh, switchcore.VLArbEntry{VL: e.VL, Weight: e.Weight})
+		}
+	}
+	if len(ibc.VLArbLow) > 0 {
+		c.VLArbLow = nil
+		for _, e := range ibc.VLArbLow {
+			c.VLArbLow = append(c.VLArbLow, switchcore.VLArbEntry{VL: e.VL, Weight: e.Weight})
+		}
+	}
+	c.HighLimit = ibc.HighLimit
+	if ibc.VLBuffer > 0 {
+		c.BufferBlocks = min(int(ibc.VLBuffer/64), 2048)
+	}
+	if ibc.CreditUpdate > 0 {
+		c.CreditUpdateInterval = ibc.CreditUpdate
+	}
+}
+
+// applyQoS writes a spec's SONiC tables over the defaults.
+func applyQoS(cfg *switchcore.Config, q *lab.QoS) error {
+	if m := q.PortQoSMap; m != nil && m.PFCEnableSet {
+		for i := range cfg.Ports {
+			cfg.Ports[i].PFCEnable = m.PFCEnable
+		}
+	}
+	for k, v := range q.DSCPToTC {
+		cfg.DSCPToTC[k&63] = v & 7
+	}
+	for k, v := range q.Dot1pToTC {
+		cfg.Dot1pToTC[k&7] = v & 7
+	}
+	for k, v := range q.TCToPG {
+		cfg.TCToPG[k&7] = v & 7
+	}
+	for k, v := range q.TCToQueue {
+		cfg.TCToQueue[k&7] = v & 7
+	}
+	for k, v := range q.PFCPrioToQueue {
+		cfg.PFCPriorityToQueue[k&7] = v & 7
+	}
+	for name, p := range q.BufferPools {
+		bp := &switchcore.BufferPool{Size: int(p.Size), Xoff: int(p.Xoff)}
+		if p.Type == lab.PoolEgress {
+			bp.Type = switchcore.PoolEgress
+		}
+		if p.Mode == lab.PoolStatic {
+			bp.Mode = switchcore.PoolStatic
+		}
+		cfg.BufferPools[name] = bp
+	}
+	for name, p := range q.BufferProfiles {
+		bp := &switchcore.BufferProfile{Pool: p.Pool, Size: int(p.Size), Xon: int(p.Xon), Xoff: int(p.Xoff), XonOffset: int(p.XonOffset)}
+		if p.HasDynamicTh {
+			bp.DynamicTh = p.DynamicTh
+		} else {
+			bp.StaticTh = int(p.StaticTh)
+		}
+		cfg.BufferProfiles[name] = bp
+	}
+	forPorts := func(ports []int, fn func(pc *switchcore.PortConfig)) error {
+		if ports == nil {
+			for i := range cfg.Ports {
+				fn(&cfg.Ports[i])
+			}
+			return nil
+		}
+		for _, i := range ports {
+			if i < 0 || i >= len(cfg.Ports) {
+				return fmt.Errorf("port index %d out of range", i)
+			}
+			fn(&cfg.Ports[i])
+		}
+		return nil
+	}
+	for _, b := range q.BufferPG {
+		if err := forPorts(b.Ports, func(pc *switchcore.PortConfig) {
+			for id := 0; id < 8; id++ {
+				if b.IDs&(1<<id) != 0 {
+					pc.BufferPG[id] = b.Profile
+				}
+			}
+		}); err != nil {
+			return fmt.Errorf("BUFFER_PG: %w", err)
+		}
+	}
+	for _, b := range q.BufferQueue {
+		if err := forPorts(b.Ports, func(pc *switchcore.PortConfig) {
+			for id := 0; id < 8; id++ {
+				if b.IDs&(1<<id) != 0 {
+					pc.BufferQueue[id] = b.Profile
+				}
+			}
+		}); err != nil {
+			return fmt.Errorf("BUFFER_QUEUE: %w", err)
+		}
+	}
+	for name, w := range q.WREDProfiles {
+		wp := &switchcore.WREDProfile{
+			WREDGreenEnable:   w.Green.Enable,
+			GreenMinThreshold: int(w.Green.MinThreshold), GreenMaxThreshold: int(w.Green.MaxThreshold),
+			GreenDropProbability: w.Green.DropProbability,
+		}
+		// Simulated traffic is green: modes that mark green mark it.
+		switch w.ECN {
+		case lab.ECNAll:
+			wp.ECN = switchcore.ECNAll
+		case lab.ECNGreen, lab.ECNGreenYellow, lab.ECNGreenRed:
+			wp.ECN = switchcore.ECNGreen
+		default:
+			wp.ECN = switchcore.ECNNone
+		}
+		cfg.WREDProfiles[name] = wp
+	}
+	for name, sc := range q.Schedulers {
+		sp := &switchcore.Scheduler{Type: switchcore.SchedDWRR, Weight: sc.Weight}
+		if sc.Type == lab.SchedStrict {
+			sp.Type = switchcore.SchedStrict
+		}
+		cfg.Schedulers[name] = sp
+	}
+	for _, b := range q.Queues {
+		if err := forPorts(b.Ports, func(pc *switchcore.PortConfig) {
+			for id := 0; id < 8; id++ {
+				if b.Queues&(1<<id) == 0 {
+					continue
+				}
+				if b.Scheduler != "" {
+					pc.Scheduler[id] = b.Scheduler
+				}
+				if b.WREDProfile != "" {
+					pc.WRED[id] = b.WREDProfile
+				}
+			}
+		}); err != nil {
+			return fmt.Errorf("QUEUE: %w", err)
+		}
+	}
+	if wd := q.PFCWD; wd != nil {
+		cfg.PFCWD.Enabled = true
+		if wd.PollInterval > 0 {
+			cfg.PFCWD.PollInterval = wd.PollInterval
+		}
+		pp := wd
+		if pp.DetectionTime > 0 {
+			cfg.PFCWD.DetectionTime = pp.DetectionTime
+		}
+		if pp.RestorationTime > 0 {
+			cfg.PFCWD.RestorationTime = pp.RestorationTime
+		}
+		switch pp.Action {
+		case lab.PFCWDForward:
+			cfg.PFCWD.Action = switchcore.PFCWDForward
+		case lab.PFCWDAlert:
+			cfg.PFCWD.Action = switchcore.PFCWDAlert
+		case lab.PFCWDDrop:
+			cfg.PFCWD.Action = switchcore.PFCWDDrop
+		}
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/switchcore"
+)
+
+// simSwitch is a switchcore.Switch placed in the simulation.
+type simSwitch struct {
+	s     *Sim
+	name  string
+	cfg   *switchcore.Config
+	sw    *switchcore.Switch
+	ports []swPort
+	// autoRoutes: install shortest-path routes for destinations the
+	// configuration does not cover.
+	autoRoutes bool
+}
+
+type swPort struct {
+	tx   *linkDir
+	link *Link
+}
+
+// AddSwitch adds a switch with the given configuration (ports, QoS,
+// forwarding). The switch is created at Start, after the topology is known:
+// L3 routes (RoCE) or LFT entries (IB) for hosts the configuration does not
+// cover are filled in along shortest paths, ECMP over equal-cost ports.
+func (s *Sim) AddSwitch(name string, cfg *switchcore.Config) error {
+	if cfg == nil {
+		return fmt.Errorf("sim: switch %q without configuration", name)
+	}
+	if cfg.Name == "" {
+		cfg.Name = name
+	}
+	sw := &simSwitch{s: s, name: name, cfg: cfg, ports: make([]swPort, len(cfg.Ports)), autoRoutes: true}
+	if err := s.addNode(name, sw); err != nil {
+		return err
+	}
+	s.switches = append(s.switches, sw)
+	return nil
+}
+
+// Switch returns the named switch engine (nil before Start or if unknown).
+func (s *Sim) Switch(name string) *switchcore.Switch {
+	if sw, ok := s.nodes[name].(*simSwitch); ok {
+		return sw.sw
+	}
+	return nil
+}
+
+func (w *simSwitch) deliver(port int, f *frame.Frame) { w.sw.Receive(port, f) }
+func (w *simSwitch) headBytes() int                   { return w.sw.HeadBytes() }
+func (w *simSwitch) linkState(port int, up bool)      { w.sw.SetPortUp(port, up) }
+func (w *simSwitch) ib() bool                         { return w.cfg.Fabric == switchcore.FabricIB }
+
+// startSwitches computes routes and creates and attaches every switch.
+func (s *Sim) startSwitches() error {
+	s.installRoutes()
+	for _, w := range s.switches {
+		sw, err := switchcore.New(w.cfg, s, s.pool)
+		if err != nil {
+			return fmt.Errorf("sim: switch %s: %w", w.name, err)
+		}
+		w.sw = sw
+	}
+	for _, w := range s.switches {
+		for i, p := range w.ports {
+			if p.tx != nil {
+				w.sw.Attach(i, p.tx)
+			}
+		}
+	}
+	return nil
+}
+
+// peerOf returns the node and port at the other end of a switch port.
+func (w *simSwitch) peerOf(i int) (endpoint, int) {
+	p := w.ports[i]
+	if p.link == nil {
+		return nil, 0
+	}
+	if p.tx == &p.link.dir[0] {
+		return p.link.dir[0].to, p.link.dir[0].toPort
+	}
+	return p.link.dir[1].to, p.link.dir[1].toPort
+}
+
+// installRoutes adds, for every host the switch's configuration does not
+// already cover, a route (RoCE: host /32 -> ECMP ports; IB: LFT entry) along
+// shortest paths. Hosts never forward.
+func (s *Sim) installRoutes() {
+	idx := make(map[*simSwitch]int, len(s.switches))
+	for i, w := range s.switches {
+		idx[w] = i
+	}
+	for _, h := range s.hosts {
+		// BFS over switches from the host's attachment.
+		dist := make([]int, len(s.switches))
+		for i := range dist {
+			dist[i] = -1
+		}
+		var queue []*simSwitch
+		if h.link != nil {
+			peer := h.link.dir[0].to
+			if h.tx == &h.link.dir[1] {
+				peer = h.link.dir[1].to
+			}
+			if w, ok := peer.(*simSwitch); ok {
+				dist[idx[w]] = 0
+				queue = append(queue, w)
+			}
+		}
+		for len(queue) > 0 {
+			w := queue[0]
+			queue = queue[1:]
+			for i := range w.ports {
+				if peer, _ := w.peerOf(i); peer != nil {
+					if v, ok := peer.(*simSwitch); ok && dist[idx[v]] < 0 {
+						dist[idx[v]] = dist[idx[w]] + 1
+						queue = append(queue, v)
+					}
+				}
+			}
+		}
+		for wi, w := range s.switches {
+			if dist[wi] < 0 || !w.autoRoutes {
+				continue
+			}
+			var via []int
+			for i := range w.ports {
+				peer, _ := w.peerOf(i)
+				switch v := peer.(type) {
+				case *Host:
+					if v == h {
+						via = append(via, i)
+					}
+				case *simSwitch:
+					if dist[wi] > 0 && dist[idx[v]] == dist[wi]-1 {
+						via = append(via, i)
+					}
+				}
+			}
+			if len(via) == 0 {
+				continue
+			}
+			if w.ib() {
+				w.setLFT(h.cfg.LID, via)
+			} else {
+				w.addRoute(h.cfg.IP, via)
+			}
+		}
+	}
+}
+
+func (w *simSwitch) addRoute(ip [4]byte, via []int) {
+	a := netip.AddrFrom4(ip)
+	for _, r := range w.cfg.Routes {
+		if r.Prefix.Contains(a) {
+			return // the configuration covers it
+		}
+	}
+	w.cfg.Routes = append(w.cfg.Routes, switchcore.Route{Prefix: netip.PrefixFrom(a, 32), Ports: via})
+}
+
+// setLFT fills LFT[lid] unless configured; with several equal ports it
+// spreads destinations by LID, as OpenSM's min-hop routing balances.
+func (w *simSwitch) setLFT(lid uint16, via []int) {
+	lft := w.cfg.IB.LFT
+	for len(lft) <= int(lid) {
+		lft = append(lft, -1)
+	}
+	if lft[lid] < 0 {
+		lft[lid] = via[int(lid)%len(via)]
+	}
+	w.cfg.IB.LFT = lft
+}

@@ -1,0 +1,69 @@
+package switchcore
+
+import (
+	"fmt"
+
+	"github.com/emufabric/emufabric/clock"
+)
+
+// Each calls fn for every counter of the port with its SONiC / mlx5
+// ethtool name, in a fixed order (ethtool -S shape). Pause durations are in
+// microseconds as mlx5 reports them; IB port_xmit_wait is in nanoseconds.
+// It allocates the names; it is for dumps, not the per-frame path.
+func (c *PortCounters) Each(fn func(name string, v uint64)) {
+	fn("rx_packets_phy", c.RxPacketsPhy)
+	fn("rx_bytes_phy", c.RxBytesPhy)
+	fn("tx_packets_phy", c.TxPacketsPhy)
+	fn("tx_bytes_phy", c.TxBytesPhy)
+	fn("rx_pause_ctrl_phy", c.RxPauseCtrlPhy)
+	fn("tx_pause_ctrl_phy", c.TxPauseCtrlPhy)
+	fn("rx_global_pause", c.RxGlobalPause)
+	fn("rx_global_pause_duration", uint64(c.RxGlobalPauseDurationPs/int64(clock.Microsecond)))
+	fn("link_down_events_phy", c.LinkDownEvents)
+	fn("port_xmit_wait", uint64(c.PortXmitWaitPs/int64(clock.Nanosecond)))
+	for r := DropMalformed; r < NumDropReasons; r++ {
+		fn("drop_"+r.String(), c.Drops[r])
+	}
+	for i := range NumPriorities {
+		p := &c.Prio[i]
+		n := func(f string) string { return fmt.Sprintf(f, i) }
+		fn(n("rx_prio%d_packets"), p.RxPackets)
+		fn(n("rx_prio%d_bytes"), p.RxBytes)
+		fn(n("tx_prio%d_packets"), p.TxPackets)
+		fn(n("tx_prio%d_bytes"), p.TxBytes)
+		fn(n("rx_prio%d_pause"), p.RxPause)
+		fn(n("rx_prio%d_pause_duration"), uint64(p.RxPauseDurationPs/int64(clock.Microsecond)))
+		fn(n("rx_prio%d_pause_transition"), p.RxPauseTransition)
+		fn(n("tx_prio%d_pause"), p.TxPause)
+		fn(n("tx_prio%d_pause_duration"), uint64(p.TxPauseDurationPs/int64(clock.Microsecond)))
+		fn(n("rx_prio%d_marked"), p.ECNMarked)
+		fn(n("pg%d_shared_watermark"), uint64(p.PGSharedWatermark))
+		fn(n("pg%d_headroom_watermark"), uint64(p.PGHeadroomWatermark))
+		fn(n("pg%d_headroom_overflow"), p.HeadroomOverflow)
+		fn(n("queue%d_watermark"), uint64(p.QueueWatermark))
+		for r := DropMalformed; r < NumDropReasons; r++ {
+			fn(fmt.Sprintf("prio%d_drop_%s", i, r), p.Drops[r])
+		}
+		fn(n("pfcwd_prio%d_storm_detected"), p.PFCWDStormDetected)
+		fn(n("pfcwd_prio%d_storm_restored"), p.PFCWDStormRestored)
+		fn(n("pfcwd_prio%d_tx_ok"), p.PFCWDTxOK)
+		fn(n("pfcwd_prio%d_tx_drop"), p.PFCWDTxDrop)
+		fn(n("pfcwd_prio%d_rx_ok"), p.PFCWDRxOK)
+		fn(n("pfcwd_prio%d_rx_drop"), p.PFCWDRxDrop)
+		fn(n("vl%d_xmit_wait"), uint64(p.XmitWaitPs/int64(clock.Nanosecond)))
+		fn(n("vl%d_credit_stalls"), p.CreditStalls)
+		fn(n("vl%d_fc_tx"), p.FCTx)
+		fn(n("vl%d_fc_rx"), p.FCRx)
+	}
+}
+
+// TotalDrops is the sum of real drops (headroom_overflow is not a drop).
+func (c *PortCounters) TotalDrops() uint64 {
+	var t uint64
+	for r := DropMalformed; r < NumDropReasons; r++ {
+		if r != DropHeadroomOverflow {
+			t += c.Drops[r]
+		}
+	}
+	return t
+}

@@ -1,0 +1,170 @@
+package switchcore
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/emufabric/emufabric/wire"
+)
+
+// Forwarding: static FDB entries, then L3 longest-prefix match with ECMP,
+// then learned FDB entries; otherwise no_route. Unknown unicast is not
+// flooded (see the Config.L2 comment: flooding lossless traffic causes deadlocks).
+
+type fdbEntry struct {
+	port   int
+	static bool
+}
+
+type fdb struct {
+	m        map[wire.MAC]fdbEntry
+	learning bool
+}
+
+func (t *fdb) init(c *Config) {
+	t.m = make(map[wire.MAC]fdbEntry, len(c.L2)+64)
+	t.learning = c.MACLearning
+	for _, e := range c.L2 {
+		t.m[e.MAC] = fdbEntry{port: e.Port, static: true}
+	}
+}
+
+// learn records src as reachable through port. Re-learning an existing MAC
+// writes an existing key, which does not allocate.
+func (t *fdb) learn(src wire.MAC, port int) {
+	if !t.learning || src.IsMulticast() || src == (wire.MAC{}) {
+		return
+	}
+	if e, ok := t.m[src]; ok && (e.static || e.port == port) {
+		return
+	}
+	t.m[src] = fdbEntry{port: port}
+}
+
+// lpm is a longest-prefix-match table: one hash map per prefix length,
+// probed from the longest length present down.
+type lpm struct {
+	v4     [33]map[uint32]int32
+	v4lens []int
+	v6     [129]map[[16]byte]int32
+	v6lens []int
+	routes []Route
+}
+
+func (t *lpm) init(routes []Route) error {
+	t.routes = routes
+	for i, r := range routes {
+		pfx := r.Prefix.Masked()
+		bits := pfx.Bits()
+		a := pfx.Addr()
+		if a.Is4() || a.Is4In6() && bits >= 96 {
+			if a.Is4In6() {
+				a, bits = a.Unmap(), bits-96
+			}
+			if t.v4[bits] == nil {
+				t.v4[bits] = map[uint32]int32{}
+				t.v4lens = append(t.v4lens, bits)
+			}
+			b := a.As4()
+			k := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+			if _, dup := t.v4[bits][k]; dup {
+				return fmt.Errorf("duplicate route %v", r.Prefix)
+			}
+			t.v4[bits][k] = int32(i)
+			continue
+		}
+		if t.v6[bits] == nil {
+			t.v6[bits] = map[[16]byte]int32{}
+			t.v6lens = append(t.v6lens, bits)
+		}
+		k := a.As16()
+		if _, dup := t.v6[bits][k]; dup {
+			return fmt.Errorf("duplicate route %v", r.Prefix)
+		}
+		t.v6[bits][k] = int32(i)
+	}
+	slices.Sort(t.v4lens)
+	slices.Reverse(t.v4lens)
+	slices.Sort(t.v6lens)
+	slices.Reverse(t.v6lens)
+	return nil
+}
+
+func (t *lpm) lookup4(dst [4]byte) int {
+	a := uint32(dst[0])<<24 | uint32(dst[1])<<16 | uint32(dst[2])<<8 | uint32(dst[3])
+	for _, l := range t.v4lens {
+		k := a
+		if l < 32 {
+			k = a &^ (1<<(32-l) - 1)
+		}
+		if i, ok := t.v4[l][k]; ok {
+			return int(i)
+		}
+	}
+	return -1
+}
+
+func (t *lpm) lookup6(dst [16]byte) int {
+	for _, l := range t.v6lens {
+		k := dst
+		if full := l / 8; full < 16 {
+			k[full] &^= 0xFF >> (l % 8)
+			clear(k[full+1:])
+		}
+		if i, ok := t.v6[l][k]; ok {
+			return int(i)
+		}
+	}
+	return -1
+}
+
+// Lookup is the LPM result for addr (for tests and tools): the matched
+// route's prefix and ports.
+func (s *Switch) Lookup(addr netip.Addr) (netip.Prefix, []int, bool) {
+	i := -1
+	if addr.Is4() {
+		i = s.lpm.lookup4(addr.As4())
+	} else if addr.Is6() {
+		i = s.lpm.lookup6(addr.As16())
+	}
+	if i < 0 {
+		return netip.Prefix{}, nil, false
+	}
+	return s.lpm.routes[i].Prefix, s.lpm.routes[i].Ports, true
+}
+
+// flowKey is the 5-tuple ECMP hashes. RoCEv2 varies the UDP source port
+// per QP (wire.RoCESourcePort) precisely so that ECMP spreads QPs.
+type flowKey struct {
+	src, dst     [16]byte
+	proto        uint8
+	sport, dport uint16
+	v4           bool // addresses are IPv4-mapped (::ffff:a.b.c.d)
+}
+
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// ecmpHash is FNV-1a (64-bit) over the 5-tuple, started from the offset
+// basis XOR the per-switch seed so that switches at different tiers pick
+// uncorrelated paths (avoiding ECMP polarisation), then finalised with a
+// 64-bit mix so the low bits used by the modulo are well spread.
+func ecmpHash(seed uint64, k *flowKey) uint64 {
+	h := uint64(fnvOffset64) ^ seed
+	for _, b := range k.src {
+		h = (h ^ uint64(b)) * fnvPrime64
+	}
+	for _, b := range k.dst {
+		h = (h ^ uint64(b)) * fnvPrime64
+	}
+	for _, b := range [5]byte{k.proto, byte(k.sport >> 8), byte(k.sport), byte(k.dport >> 8), byte(k.dport)} {
+		h = (h ^ uint64(b)) * fnvPrime64
+	}
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	return h
+}

@@ -1,0 +1,258 @@
+package switchcore
+
+import (
+	"testing"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// ibPkt builds a native IB packet: LRH (LNH local), a 12-byte BTH, zero
+// payload and ICRC bytes, VCRC; n is the LRH..ICRC length (multiple of 4).
+func ibPkt(pool *frame.Pool, vl, sl uint8, dlid uint16, n int) *frame.Frame {
+	f := pool.Get(n + wire.VCRCSize)
+	clear(f.Data)
+	wire.LRH(f.Data).Encode(&wire.LRHFields{VL: vl, SL: sl, LNH: wire.LNHLocal, DLID: dlid, SLID: 9, PktLen: wire.PktLenFor(n)})
+	f.Data[8] = 0x04 // BTH: RC SEND ONLY
+	f.Data[10], f.Data[11] = 0xFF, 0xFF
+	wire.PutVCRC(f.Data)
+	return f
+}
+
+func fcPkt(pool *frame.Pool, vl uint8, fctbs, fccl uint16) *frame.Frame {
+	f := pool.Get(wire.IBLinkSize)
+	wire.IBLink(f.Data).Encode(&wire.IBLinkFields{Op: wire.IBLinkOpNormal, FCTBS: fctbs, VL: vl, FCCL: fccl})
+	return f
+}
+
+func ibConfig(n int) *Config {
+	c := DefaultConfig("ibsw", n, 100e9)
+	c.Fabric = FabricIB
+	c.L2 = nil
+	c.IB.LFT = []int{-1, 0, 1, 2}[:min(n+1, 4)]
+	c.IB.BufferBlocks = 2048
+	return c
+}
+
+const ibLen = 252 // LRH..ICRC; 254 bytes on the wire = 4 credits
+
+// ibSink records IB data packets and flow-control packets separately and
+// checks, at every transmission, that the switch never went beyond credit.
+type ibSink struct {
+	t    *testing.T
+	s    *Switch
+	port int
+	clk  *manualClock
+	data []sent
+	fc   []wire.IBLinkFields
+}
+
+func (k *ibSink) Transmit(f *frame.Frame) {
+	if f.Len() == wire.IBLinkSize {
+		var fl wire.IBLinkFields
+		wire.IBLink(f.Data).Fields(&fl)
+		k.fc = append(k.fc, fl)
+	} else {
+		if err := wire.CheckVCRC(f.Data, 0); err != nil {
+			k.t.Errorf("bad VCRC on egress: %v", err)
+		}
+		vl := int(wire.LRH(f.Data).VL())
+		if avail, ok := k.s.Credits(k.port, vl); vl != 15 && (!ok || avail < 0) {
+			k.t.Errorf("port %d VL %d sent without credit (avail %d, advertised %v)", k.port, vl, avail, ok)
+		}
+		k.data = append(k.data, sent{start: k.clk.now, tail: f.TailAt, class: uint8(vl)})
+	}
+	f.Put()
+}
+
+func newIB(t *testing.T, c *Config) (*Switch, *manualClock, *frame.Pool, []*ibSink) {
+	s, clk, pool := newTestSwitch(t, c)
+	sinks := make([]*ibSink, len(c.Ports))
+	for i := range sinks {
+		sinks[i] = &ibSink{t: t, s: s, port: i, clk: clk}
+		s.Attach(i, sinks[i])
+	}
+	return s, clk, pool, sinks
+}
+
+// TestIBForwardLFT: DLID -> port by the LFT, SL -> VL rewrite with a fresh
+// VCRC, credits advertised with real flow-control packets.
+func TestIBForwardLFT(t *testing.T) {
+	c := ibConfig(3)
+	c.IB.SL2VL[1] = 2
+	s, clk, pool, sinks := newIB(t, c)
+	clk.runUntil(clock.Microsecond)
+	// At attach every port advertised its buffers on every VL: FCCL = 2048.
+	if len(sinks[0].fc) != 8 || sinks[0].fc[0].FCCL != 2048 || sinks[0].fc[0].FCTBS != 0 {
+		t.Fatalf("initial flow control: %+v", sinks[0].fc)
+	}
+	deliver(s, clk, 1, fcPkt(pool, 2, 0, 100)) // the peer on port 1 gives 100 credits on VL 2
+	deliver(s, clk, 0, ibPkt(pool, 0, 1, 2, ibLen))
+	deliver(s, clk, 0, ibPkt(pool, 0, 1, 7, ibLen)) // no LFT entry
+	clk.runUntil(2 * clock.Microsecond)
+	if len(sinks[1].data) != 1 || sinks[1].data[0].class != 2 {
+		t.Fatalf("LFT forwarding: port 1 got %+v", sinks[1].data)
+	}
+	if s.Counters(0).Drops[DropNoRoute] != 1 {
+		t.Error("LFT miss not counted")
+	}
+	// Releasing the forwarded packet's 4 blocks on VL 0 sends a credit
+	// update: ABR 8 (two packets received) + 2048 free.
+	last := sinks[0].fc[len(sinks[0].fc)-1]
+	if last.VL != 0 || last.FCCL != wire.AddBlocks(8, 2048) {
+		t.Errorf("credit update after release: %+v", last)
+	}
+	if avail, _ := s.Credits(1, 2); avail != 96 {
+		t.Errorf("credits left on port 1 VL 2: %d, want 96", avail)
+	}
+}
+
+// TestIBNeverWithoutCredit: the switch sends only what the peer's FCCL
+// allows and resumes when new credit arrives; nothing is dropped.
+func TestIBNeverWithoutCredit(t *testing.T) {
+	s, clk, pool, sinks := newIB(t, ibConfig(2))
+	deliver(s, clk, 1, fcPkt(pool, 0, 0, 10))
+	for range 20 {
+		deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+	}
+	clk.runUntil(10 * clock.Microsecond)
+	if len(sinks[1].data) != 2 {
+		t.Fatalf("sent %d packets on 10 credits of 4-block packets, want 2", len(sinks[1].data))
+	}
+	if s.Counters(1).Prio[0].CreditStalls == 0 {
+		t.Error("credit stall not counted")
+	}
+	deliver(s, clk, 1, fcPkt(pool, 0, 0, 10+72))
+	clk.runUntil(20 * clock.Microsecond)
+	if len(sinks[1].data) != 20 {
+		t.Fatalf("after new credit: %d of 20", len(sinks[1].data))
+	}
+	if avail, _ := s.Credits(1, 0); avail != 2 {
+		t.Errorf("credits left %d, want 2", avail)
+	}
+	if s.Counters(1).Prio[0].XmitWaitPs <= 0 || s.Counters(0).TotalDrops() != 0 {
+		t.Error("port_xmit_wait not accumulated or drops")
+	}
+	// Wrap-around: FCCL/FCTBS are mod 4096; many rounds of credit keep working.
+	fccl := uint16(82)
+	for round := range 200 {
+		fccl = wire.AddBlocks(fccl, 40)
+		deliver(s, clk, 1, fcPkt(pool, 0, 0, fccl))
+		for range 10 {
+			deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+		}
+		clk.runUntil(clk.now + 10*clock.Microsecond)
+		if want := 20 + 10*(round+1); len(sinks[1].data) != want {
+			t.Fatalf("round %d: %d sent, want %d", round, len(sinks[1].data), want)
+		}
+	}
+}
+
+// TestIBVLArbitrationWeights: two backlogged VLs in the low table with
+// weights 4 and 12 (64-byte units) share the port 1:3 in blocks.
+func TestIBVLArbitrationWeights(t *testing.T) {
+	c := ibConfig(2)
+	c.IB.VLArbLow = []VLArbEntry{{VL: 0, Weight: 4}, {VL: 1, Weight: 12}}
+	s, clk, pool, sinks := newIB(t, c)
+	for range 100 {
+		deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+		deliver(s, clk, 0, ibPkt(pool, 1, 1, 2, ibLen))
+	}
+	deliver(s, clk, 1, fcPkt(pool, 0, 0, 2000))
+	deliver(s, clk, 1, fcPkt(pool, 1, 0, 2000))
+	clk.runUntil(clk.now + 80*clock.SerializationTime(ibLen+2, 100e9) + 100*clock.Nanosecond)
+	var n [2]int
+	for _, x := range sinks[1].data[:80] {
+		n[x.class]++
+	}
+	if n[0] != 20 || n[1] != 60 {
+		t.Errorf("VL0:VL1 = %d:%d, want 20:60", n[0], n[1])
+	}
+}
+
+// TestIBStarvedVLDoesNotBlock: a VL without credit does not hold up another.
+func TestIBStarvedVLDoesNotBlock(t *testing.T) {
+	s, clk, pool, sinks := newIB(t, ibConfig(2))
+	deliver(s, clk, 1, fcPkt(pool, 1, 0, 400)) // credits for VL 1 only
+	for range 10 {
+		deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+		deliver(s, clk, 0, ibPkt(pool, 1, 1, 2, ibLen))
+	}
+	clk.runUntil(clk.now + 10*clock.Microsecond)
+	if len(sinks[1].data) != 10 {
+		t.Fatalf("VL 1 sent %d of 10 while VL 0 starved", len(sinks[1].data))
+	}
+	for _, x := range sinks[1].data {
+		if x.class != 1 {
+			t.Fatal("starved VL 0 sent")
+		}
+	}
+	if _, ok := s.Credits(1, 0); ok || s.Counters(1).Prio[0].CreditStalls != 1 {
+		t.Error("VL 0 stall not recorded")
+	}
+	if s.QueueDepth(1, 0) != 10*(ibLen+2) {
+		t.Errorf("VL 0 queue %d", s.QueueDepth(1, 0))
+	}
+}
+
+// TestIBHighLimit: with HighLimit 1 (4 KiB), a low-priority VL gets one
+// packet after every 4 KiB or more of high-priority data.
+func TestIBHighLimit(t *testing.T) {
+	c := ibConfig(2)
+	c.IB.VLArbHigh = []VLArbEntry{{VL: 1, Weight: 255}}
+	c.IB.VLArbLow = []VLArbEntry{{VL: 0, Weight: 255}}
+	c.IB.HighLimit = 1
+	s, clk, pool, sinks := newIB(t, c)
+	for range 100 {
+		deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+		deliver(s, clk, 0, ibPkt(pool, 1, 1, 2, ibLen))
+	}
+	deliver(s, clk, 1, fcPkt(pool, 0, 0, 2000))
+	deliver(s, clk, 1, fcPkt(pool, 1, 0, 2000))
+	clk.runUntil(clk.now + 100*clock.Microsecond)
+	// ceil(4096/254) = 17 high packets, then one low.
+	for i, x := range sinks[1].data[:90] {
+		want := uint8(1)
+		if i%18 == 17 {
+			want = 0
+		}
+		if x.class != want {
+			t.Fatalf("packet %d on VL %d, want VL %d", i, x.class, want)
+		}
+	}
+}
+
+// TestIBVL15AndSL2VLDrop: VL15 (subnet management) is forwarded without
+// credits ahead of data; an SL mapped to VL15 is dropped (IBA).
+func TestIBVL15AndSL2VLDrop(t *testing.T) {
+	c := ibConfig(2)
+	c.IB.SL2VL[5] = 15
+	s, clk, pool, sinks := newIB(t, c)
+	deliver(s, clk, 0, ibPkt(pool, 15, 0, 2, 64)) // no credits anywhere
+	deliver(s, clk, 0, ibPkt(pool, 0, 5, 2, ibLen))
+	clk.runUntil(clk.now + clock.Microsecond)
+	if len(sinks[1].data) != 1 || sinks[1].data[0].class != 15 {
+		t.Fatalf("VL15 packet not forwarded: %+v", sinks[1].data)
+	}
+	if s.Counters(0).Drops[DropVL15] != 1 {
+		t.Error("SL -> VL15 not dropped")
+	}
+	if s.RxFreeBlocks(0, 0) != c.IB.BufferBlocks {
+		t.Error("dropped packet's blocks not released")
+	}
+}
+
+// TestIBABRResync: a flow-control packet from the peer resynchronises our
+// ABR to its FCTBS, so blocks lost on the link are not lost credit.
+func TestIBABRResync(t *testing.T) {
+	s, clk, pool, sinks := newIB(t, ibConfig(2))
+	clk.runUntil(clock.Microsecond)
+	// The peer says it has sent 40 blocks on VL 0; we received none (lost).
+	deliver(s, clk, 0, fcPkt(pool, 0, 40, 0))
+	clk.runUntil(clk.now + 10*clock.Microsecond) // periodic update goes out
+	last := sinks[0].fc[len(sinks[0].fc)-8]      // VL 0 of the last round
+	if last.VL != 0 || last.FCCL != 40+2048 {
+		t.Errorf("after resync FCCL %d on VL %d, want %d", last.FCCL, last.VL, 40+2048)
+	}
+}

@@ -1,0 +1,291 @@
+package switchcore
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// Switch is one emulated switch. Create it with New.
+type Switch struct {
+	cfg   Config
+	clk   clock.Clock
+	pool  *frame.Pool
+	ports []port
+	trace func(TraceEvent)
+	rng   *rand.Rand
+
+	pools map[string]*poolState
+	fdb   fdb
+	lpm   lpm
+
+	headBytes int
+	pfcQuanta uint16
+
+	wdTimer clock.Timer
+}
+
+// port is one port's whole state: ingress PGs, egress queues, the
+// transmitter, PFC state in both directions, the watchdog and IB credits.
+type port struct {
+	idx   int
+	cfg   *PortConfig
+	tx    PortTx
+	up    bool
+	speed uint64
+	mac   wire.MAC
+
+	pg [NumPriorities]pgState // ingress priority groups
+	eq [NumPriorities]egressQueue
+
+	ctrl fifo // PFC frames, VL15 packets: sent before any data
+
+	busyUntil clock.Time // tail time of the frame on the wire
+	txTimer   clock.Timer
+	ctFrame   *frame.Frame // the frame that may start before its tail arrived (cut-through)
+	inTx      bool         // tryTx is running (a release inside it may queue an XON on p)
+
+	// Received PFC, per egress queue.
+	pausedUntil [NumPriorities]clock.Time
+	pauseAcct   [NumPriorities]clock.Time // rx pause duration accounted up to here
+	pauseStart  [NumPriorities]clock.Time // start of the current continuous pause
+	// Received 802.3x PAUSE, for rx_global_pause_duration.
+	gPausedUntil, gPauseAcct clock.Time
+
+	// PFC we send, per priority.
+	xoffPrios    uint8
+	xoffSince    [NumPriorities]clock.Time
+	refreshTimer clock.Timer
+
+	// DWRR state.
+	rr      int
+	granted [NumPriorities]bool
+
+	wd [NumPriorities]wdState
+
+	ib ibPort
+
+	c PortCounters
+}
+
+// New builds a switch from cfg (copied; the caller may reuse it). Frames the
+// switch creates (PFC, IB flow control) come from pool.
+func New(cfg *Config, clk clock.Clock, pool *frame.Pool) (*Switch, error) {
+	if cfg == nil || clk == nil || pool == nil {
+		return nil, fmt.Errorf("switchcore: New needs a config, a clock and a pool")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Switch{cfg: *cfg, clk: clk, pool: pool}
+	s.cfg.Ports = append([]PortConfig(nil), cfg.Ports...)
+	s.rng = rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0xDA3E39CB94B95BDB))
+	s.headBytes = 0
+	if cfg.CutThrough {
+		s.headBytes = cfg.HeadBytesCT
+		if s.headBytes <= 0 {
+			s.headBytes = DefaultHeadBytes
+		}
+	}
+	s.pfcQuanta = cfg.PFCQuanta
+	if s.pfcQuanta == 0 {
+		s.pfcQuanta = DefaultPFCQuanta
+	}
+	s.pools = make(map[string]*poolState, len(cfg.BufferPools))
+	for name, bp := range cfg.BufferPools {
+		if bp != nil {
+			s.pools[name] = &poolState{size: bp.Size, mode: bp.Mode, xoff: bp.Xoff}
+		}
+	}
+	s.ports = make([]port, len(s.cfg.Ports))
+	for i := range s.ports {
+		if err := s.initPort(i); err != nil {
+			return nil, err
+		}
+	}
+	s.fdb.init(&s.cfg)
+	if err := s.lpm.init(s.cfg.Routes); err != nil {
+		return nil, fmt.Errorf("switch %q: %w", cfg.Name, err)
+	}
+	if cfg.PFCWD.Enabled && cfg.Fabric == FabricEthernet {
+		s.wdTimer = clk.NewTimer(s.pollWatchdog)
+		s.wdTimer.Reset(clk.Now() + cfg.PFCWD.PollInterval)
+	}
+	return s, nil
+}
+
+func (s *Switch) initPort(i int) error {
+	pc := &s.cfg.Ports[i]
+	p := &s.ports[i]
+	p.idx, p.cfg, p.up, p.speed = i, pc, true, pc.Speed
+	p.mac = pc.MAC
+	if p.mac == (wire.MAC{}) {
+		h := fnv.New32a()
+		h.Write([]byte(s.cfg.Name))
+		v := h.Sum32()
+		p.mac = wire.MAC{0x02, byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v), byte(i + 1)}
+	}
+	p.txTimer = s.clk.NewTimer(func() { s.tryTx(p) })
+	p.refreshTimer = s.clk.NewTimer(func() { s.refreshXoff(p) })
+	for pg := range NumPriorities {
+		if err := s.initPG(p, pg); err != nil {
+			return err
+		}
+	}
+	for q := range NumPriorities {
+		s.initQueue(p, q)
+	}
+	if s.cfg.Fabric == FabricIB {
+		s.initIB(p)
+	}
+	return nil
+}
+
+// Attach connects a port's transmit side. Frames forwarded to a port with
+// no PortTx stay queued (counted in QueueDepth) until one is attached.
+func (s *Switch) Attach(port int, tx PortTx) {
+	p := &s.ports[port]
+	p.tx = tx
+	if s.cfg.Fabric == FabricIB {
+		// Advertise our receive buffers as soon as the link exists (the
+		// flow-control init of LinkInitialize).
+		s.ibAdvertiseAll(p)
+	}
+	s.tryTx(p)
+}
+
+// Name is the switch name.
+func (s *Switch) Name() string { return s.cfg.Name }
+
+// Ports is the number of ports.
+func (s *Switch) Ports() int { return len(s.ports) }
+
+// HeadBytes is how many bytes of a frame must have arrived before the switch
+// acts on it: the cut-through header size, or 0 meaning the whole frame
+// (store-and-forward).
+func (s *Switch) HeadBytes() int { return s.headBytes }
+
+// PortIndex returns the index of the port named name, or -1.
+func (s *Switch) PortIndex(name string) int {
+	for i := range s.cfg.Ports {
+		if s.cfg.Ports[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// PortSpeed returns the port's speed in bits/s.
+func (s *Switch) PortSpeed(port int) uint64 { return s.ports[port].speed }
+
+// SetTrace installs a hook called for every TraceEvent (nil removes it).
+func (s *Switch) SetTrace(fn func(ev TraceEvent)) { s.trace = fn }
+
+// SetPortUp takes a port down or up. Going down drops everything queued on
+// it (link_down) and forgets received pauses; frames forwarded to a down
+// port and frames arriving on it are dropped (link_down).
+func (s *Switch) SetPortUp(port int, up bool) {
+	p := &s.ports[port]
+	if p.up == up {
+		return
+	}
+	p.up = up
+	if up {
+		if s.cfg.Fabric == FabricIB {
+			s.ibAdvertiseAll(p)
+		}
+		s.tryTx(p)
+		return
+	}
+	p.c.LinkDownEvents++
+	now := s.clk.Now()
+	for q := range NumPriorities {
+		for {
+			f := p.eq[q].fifo.pop()
+			if f == nil {
+				break
+			}
+			s.dequeued(p, q, f)
+			s.dropAfterAdmit(p, f, DropLinkDown)
+		}
+		s.accruePause(p, q, now)
+		p.pausedUntil[q] = now
+	}
+	for {
+		f := p.ctrl.pop()
+		if f == nil {
+			break
+		}
+		f.Put()
+	}
+	p.txTimer.Stop()
+}
+
+// Counters returns the port's counters, with pause durations brought up to
+// now. The pointer stays valid; the switch keeps updating it.
+func (s *Switch) Counters(port int) *PortCounters {
+	p := &s.ports[port]
+	now := s.clk.Now()
+	for q := range NumPriorities {
+		s.accruePause(p, q, now)
+	}
+	s.accrueGlobalPause(p, now)
+	return &p.c
+}
+
+// QueueDepth is the bytes queued at egress queue prio of port.
+func (s *Switch) QueueDepth(port, prio int) int { return s.ports[port].eq[prio].bytes }
+
+// PGOccupancy returns the shared (reserved + shared pool) and headroom bytes
+// held by ingress priority group pg of port.
+func (s *Switch) PGOccupancy(port, pg int) (shared, headroom int) {
+	g := &s.ports[port].pg[pg]
+	return g.used, g.hdrm
+}
+
+// Paused reports whether egress priority prio of port is paused by a PFC
+// (or PAUSE) frame received from the peer.
+func (s *Switch) Paused(port, prio int) bool {
+	p := &s.ports[port]
+	return p.pausedUntil[s.cfg.PFCPriorityToQueue[prio]] > s.clk.Now()
+}
+
+// XoffSent reports whether we currently assert XOFF for prio towards the
+// peer on port.
+func (s *Switch) XoffSent(port, prio int) bool { return s.ports[port].xoffPrios&(1<<prio) != 0 }
+
+// Stormed reports whether the PFC watchdog has declared a storm on queue
+// prio of port.
+func (s *Switch) Stormed(port, prio int) bool { return s.ports[port].wd[prio].stormed }
+
+func (s *Switch) emit(ev TraceEvent) {
+	if s.trace != nil {
+		ev.At = s.clk.Now()
+		ev.Switch = s.cfg.Name
+		s.trace(ev)
+	}
+}
+
+// drop counts a frame that was never admitted to a buffer and frees it.
+func (s *Switch) drop(p *port, prio int, f *frame.Frame, r DropReason) {
+	p.c.Drops[r]++
+	if prio >= 0 {
+		p.c.Prio[prio].Drops[r]++
+	}
+	if s.trace != nil {
+		s.emit(TraceEvent{Kind: TraceDrop, Port: p.idx, Prio: prio, Reason: r, Bytes: f.Len(), Frame: f})
+	}
+	f.Put()
+}
+
+// dropAfterAdmit drops a frame that holds ingress buffer: the buffer is
+// released (possibly resuming its PG) and the drop is counted at the port
+// where it happens (p).
+func (s *Switch) dropAfterAdmit(p *port, f *frame.Frame, r DropReason) {
+	s.release(f)
+	s.drop(p, int(f.Priority), f, r)
+}
