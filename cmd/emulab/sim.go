@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/report"
+	"github.com/emufabric/emufabric/sim"
+)
+
+// Exit statuses of emulab sim.
+const (
+	exitRunFailed  = 1 // the simulation could not be built or ended early
+	exitBadLabFile = 2 // the lab file is invalid: nothing was run
+)
+
+type simFlags struct {
+	out      string
+	seed     uint64
+	duration string
+	quiet    bool
+}
+
+func init() {
+	var fl simFlags
+	cmd := &cobra.Command{
+		Use:   "sim FILE",
+		Short: "Run a lab file in the deterministic simulator",
+		Long: `sim loads a lab file (docs/lab-file.md), runs its traffic in the
+deterministic packet-level simulator and prints a summary: per flow the bytes,
+throughput and completion times; per switch port and priority the PFC pauses
+sent and received, ECN marks, drops and the largest queue; drops by reason; the
+busiest links; a deadlock if queues stopped moving.
+
+With -o DIR it also writes CSV time series (queue depth, pause state, per-flow
+throughput), summary CSVs and SVG charts into DIR.
+
+A run is repeatable: the same file and seed give the same result, bit for bit.
+An invalid lab file is reported as file:line: field: problem, one per line, and
+exits with status 2; a run that cannot be built or ends early exits with 1.`,
+		Example: `  emulab sim examples/incast.yaml
+  emulab sim examples/pfc-storm.yaml -o out/storm --seed 7
+  emulab sim examples/leaf-spine.yaml --duration 2ms`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runSim(cmd, args[0], &fl)
+		},
+	}
+	cmd.Flags().StringVarP(&fl.out, "out", "o", "", "write CSV time series and SVG charts into `DIR`")
+	cmd.Flags().Uint64Var(&fl.seed, "seed", 0, "random seed (default: the file's sim.seed)")
+	cmd.Flags().StringVar(&fl.duration, "duration", "", "simulated time, e.g. 2ms (default: the file's sim.duration)")
+	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "no progress bar")
+	rootCmd.AddCommand(cmd)
+}
+
+func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	spec, err := lab.Load(file)
+	if err != nil {
+		var list lab.ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				fmt.Fprintln(stderr, e)
+			}
+			return &exitError{code: exitBadLabFile, err: fmt.Errorf("%s: %d problem(s); nothing was run", file, len(list))}
+		}
+		return &exitError{code: exitBadLabFile, err: err}
+	}
+	for _, w := range spec.Warnings {
+		fmt.Fprintf(stderr, "%s (warning)\n", w)
+	}
+
+	seed := spec.Sim.Seed
+	if cmd.Flags().Changed("seed") {
+		seed = fl.seed
+	}
+	spec.Sim.Seed = seed
+	if fl.duration != "" {
+		d, err := lab.ParseTime(fl.duration)
+		if err != nil || d <= 0 {
+			return &exitError{code: exitBadLabFile, err: fmt.Errorf("--duration %q: a time greater than zero such as 2ms", fl.duration)}
+		}
+		spec.Sim.Duration = d
+		if spec.Sim.SampleInterval > d || d/spec.Sim.SampleInterval > 1_000_000 {
+			spec.Sim.SampleInterval = max(d/1000, clock.Nanosecond)
+		}
+	}
+
+	s, err := sim.Build(spec, seed)
+	if err != nil {
+		return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: %w", file, err)}
+	}
+	var progress func(now, end clock.Time)
+	var bar *progressBar
+	if !fl.quiet && isTerminal(stderr) {
+		bar = &progressBar{w: stderr, started: time.Now(), label: spec.Name}
+		progress = bar.update
+	}
+	res, runErr := s.Run(progress)
+	if bar != nil {
+		bar.finish()
+	}
+	if res == nil {
+		return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: %w", file, runErr)}
+	}
+	if err := report.Summary(stdout, spec, res); err != nil {
+		return err
+	}
+	if fl.out != "" {
+		paths, err := report.WriteFiles(fl.out, spec, res)
+		if err != nil {
+			return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: writing results: %w", file, err)}
+		}
+		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(paths, ", "))
+	}
+	if runErr != nil {
+		return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: the run ended early at %v: %w", file, res.End, runErr)}
+	}
+	return nil
+}
+
+// isTerminal reports whether w is a terminal (TCGETS succeeds on its fd), as
+// golang.org/x/term.IsTerminal does on Linux.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}
+
+// progressBar draws "[#####.....]  42%  4.2ms/10ms  3s" on one line,
+// redrawn in place with a carriage return.
+type progressBar struct {
+	w       io.Writer
+	started time.Time
+	label   string
+	drawn   bool
+}
+
+func (p *progressBar) update(now, end clock.Time) {
+	const width = 30
+	frac := 1.0
+	if end > 0 {
+		frac = min(1, float64(now)/float64(end))
+	}
+	n := int(frac * width)
+	fmt.Fprintf(p.w, "\r%s [%s%s] %3.0f%%  %v/%v  %s ", p.label, strings.Repeat("#", n), strings.Repeat(".", width-n),
+		100*frac, now, end, time.Since(p.started).Round(100*time.Millisecond))
+	p.drawn = true
+}
+
+func (p *progressBar) finish() {
+	if p.drawn {
+		// Clear the line so the summary starts clean.
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 80))
+	}
+}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"encoding/csv"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/sim"
+	"github.com/emufabric/emufabric/switchcore"
+)
+
+// runSimCmd runs `emulab sim args...` with the sim flags reset first (cobra
+// keeps flag values between Execute calls of the same command tree).
+func runSimCmd(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd, _, err := rootCmd.Find([]string{"sim"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		f.Value.Set(f.DefValue)
+		f.Changed = false
+	})
+	return run(t, append([]string{"sim"}, args...)...)
+}
+
+func examples(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) < 7 {
+		t.Fatalf("examples: %v %v", files, err)
+	}
+	return files
+}
+
+// TestSimCommandExamples runs every example for a short time through the
+// command and checks the summary and every output file.
+func TestSimCommandExamples(t *testing.T) {
+	for _, file := range examples(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			dir := t.TempDir()
+			out, err := runSimCmd(t, file, "--duration", "200us", "-o", dir, "--seed", "3")
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			if !strings.Contains(out, "200us simulated, seed 3") || !strings.Contains(out, "\nFlows\n") {
+				t.Errorf("summary:\n%s", out)
+			}
+			for name, header := range map[string]string{
+				"flows.csv":      "flow,src,dst,priority",
+				"ports.csv":      "switch,port,port_name,peer,priority",
+				"queues.csv":     "time_us,switch,port,port_name,priority,queue_bytes,paused,xoff",
+				"flow_rates.csv": "time_us,flow,gbps",
+				"host_pause.csv": "time_us,host,priority,paused",
+				"queues.svg":     "<svg ",
+				"throughput.svg": "<svg ",
+				"pause.svg":      "<svg ",
+			} {
+				b, err := os.ReadFile(filepath.Join(dir, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(string(b), header) {
+					t.Errorf("%s starts %.80q", name, b)
+				}
+				if strings.HasSuffix(name, ".csv") {
+					rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+					// IB hosts are never paused: no PFC series.
+					minRows := 2
+					if name == "host_pause.csv" && strings.Contains(file, "ib-") {
+						minRows = 1
+					}
+					if err != nil || len(rows) < minRows {
+						t.Errorf("%s: %d rows, %v", name, len(rows), err)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSimCommandDeterministic: the same file and seed print the same summary.
+func TestSimCommandDeterministic(t *testing.T) {
+	a, err := runSimCmd(t, "../../examples/parking-lot.yaml", "--duration", "300us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := runSimCmd(t, "../../examples/parking-lot.yaml", "--duration", "300us")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Errorf("two runs differ:\n%s\n---\n%s", a, b)
+	}
+}
+
+// TestSimCommandBadFile: an invalid lab file is reported line by line with
+// file, line and field, exits with status 2 and runs nothing.
+func TestSimCommandBadFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte(`name: bad
+topology:
+  nodes:
+    h1: {kind: nic}
+    sw1: {kind: switch, ports: 2}
+  links:
+    - endpoints: ["h1:eth0", "sw1:p9"]
+    - {endpoints: ["h1:eth0", "sw1:p1"], delya: 1us}
+`), 0o644)
+	out, err := runSimCmd(t, bad)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitBadLabFile {
+		t.Fatalf("err %v (%T)", err, err)
+	}
+	for _, want := range []string{
+		bad + `:7: topology.links[0].endpoints[1]: unknown port "sw1:p9" (sw1 declares p1, p2)`,
+		bad + `:8: topology.links[1].delya: unknown key "delya" (did you mean "delay"?)`,
+		bad + `:8: topology.links[1].endpoints[0]: duplicate endpoint "h1:eth0" (already used at line 7, topology.links[0].endpoints[0])`,
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Flows") {
+		t.Errorf("something ran:\n%s", out)
+	}
+	if _, err := runSimCmd(t, filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := runSimCmd(t, "../../examples/incast.yaml", "--duration", "10"); err == nil || !strings.Contains(err.Error(), "--duration") {
+		t.Errorf("bad duration: %v", err)
+	}
+}
+
+// runExample loads and runs an example in full.
+func runExample(t *testing.T, name string, edit func(*lab.Spec)) (*lab.Spec, *sim.Results) {
+	t.Helper()
+	spec, err := lab.Load("../../examples/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(spec)
+	}
+	s, err := sim.Build(spec, spec.Sim.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec, r
+}
+
+// linkDir returns the statistics of the link direction from -> to.
+func linkDir(t *testing.T, r *sim.Results, from, to string) *sim.LinkStats {
+	t.Helper()
+	for i := range r.Links {
+		l := &r.Links[i]
+		if l.A.Node == from && l.B.Node == to {
+			return &l.Dir[0]
+		}
+		if l.B.Node == from && l.A.Node == to {
+			return &l.Dir[1]
+		}
+	}
+	t.Fatalf("no link %s -> %s", from, to)
+	return nil
+}
+
+// activeBusy is the share of the direction's data period spent sending.
+func activeBusy(d *sim.LinkStats) float64 {
+	if d.LastDataTail <= d.FirstDataTx {
+		return 0
+	}
+	return float64(d.DataBusy) / float64(d.LastDataTail-d.FirstDataTx)
+}
+
+// The example tests check what each example's docs page says to look at.
+
+func TestExampleIncast(t *testing.T) {
+	_, r := runExample(t, "incast.yaml", nil)
+	drops, _ := r.SwitchDrops()
+	p := r.Port("sw1", 0)
+	busy := activeBusy(linkDir(t, r, "sw1", "h9"))
+	t.Logf("incast: drops %d, sw1:p1 XOFF sent %d, bottleneck busy %.1f%%", drops, p.Prio[3].TxPause, 100*busy)
+	if drops != 0 || p.Prio[3].TxPause == 0 || busy < 0.95 {
+		t.Errorf("drops %d, pauses %d, busy %.3f", drops, p.Prio[3].TxPause, busy)
+	}
+	// The same incast with PFC off drops at the lossy threshold.
+	_, r = runExample(t, "incast.yaml", func(s *lab.Spec) {
+		s.Node("sw1").QoS.PortQoSMap = &lab.PortQoSMap{PFCEnableSet: true}
+	})
+	drops, by := r.SwitchDrops()
+	t.Logf("incast without PFC: drops %d (lossy_threshold %d)", drops, by[switchcore.DropLossyThreshold])
+	if drops == 0 || r.Port("sw1", 0).Prio[3].TxPause != 0 {
+		t.Errorf("PFC off: drops %d, pauses %d", drops, r.Port("sw1", 0).Prio[3].TxPause)
+	}
+}
+
+func TestExampleParkingLot(t *testing.T) {
+	_, r := runExample(t, "parking-lot.yaml", nil)
+	var tot float64
+	for _, f := range r.Flows {
+		tot += float64(f.RxBytes)
+	}
+	share := func(name string) float64 { return 100 * float64(r.Flow(name).RxBytes) / tot }
+	t.Logf("parking lot: h1 %.1f%%, h2 %.1f%%, h3 %.1f%%", share("lot/h1"), share("lot/h2"), share("lot/h3"))
+	for name, want := range map[string]float64{"lot/h1": 25, "lot/h2": 25, "lot/h3": 50} {
+		if d := share(name) - want; d > 5 || d < -5 {
+			t.Errorf("%s: %.1f%%, want %v%% ± 5", name, share(name), want)
+		}
+	}
+	if drops, _ := r.SwitchDrops(); drops != 0 {
+		t.Errorf("%d drops", drops)
+	}
+}
+
+func TestExamplePFCStorm(t *testing.T) {
+	_, r := runExample(t, "pfc-storm.yaml", nil)
+	p3 := r.Port("sw1", 2).Prio[3]
+	_, by := r.SwitchDrops()
+	t.Logf("pfc storm: storms detected %d restored %d, pfcwd drops %d, h1<->h2 PSN gaps %d/%d",
+		p3.PFCWDStormDetected, p3.PFCWDStormRestored, by[switchcore.DropPFCWD], r.Flow("h1-h2").PSNGaps, r.Flow("h2-h1").PSNGaps)
+	if p3.PFCWDStormDetected == 0 || p3.PFCWDStormRestored == 0 || by[switchcore.DropPFCWD] == 0 {
+		t.Errorf("watchdog: %+v", p3)
+	}
+	if r.Flow("h1-h2").PSNGaps != 0 || r.Flow("h2-h1").PSNGaps != 0 {
+		t.Errorf("bystander flows lost packets")
+	}
+	for k, v := range by {
+		if v != 0 && switchcore.DropReason(k) != switchcore.DropPFCWD {
+			t.Errorf("%d drops by %v", v, switchcore.DropReason(k))
+		}
+	}
+}
+
+func TestExampleVictimFlow(t *testing.T) {
+	_, r := runExample(t, "victim-flow.yaml", nil)
+	var fs *sim.FlowSeries
+	for i := range r.Series.Flows {
+		if r.Series.Flows[i].Flow == "victim" {
+			fs = &r.Series.Flows[i]
+		}
+	}
+	mean := func(from, to clock.Time) float64 {
+		var sum float64
+		var n int
+		for i, at := range r.Series.Times {
+			if at > from && at <= to {
+				sum += fs.Bps[i]
+				n++
+			}
+		}
+		return sum / float64(n)
+	}
+	alone, withHot := mean(200*clock.Microsecond, clock.Millisecond), mean(1200*clock.Microsecond, 2*clock.Millisecond)
+	vPause := r.Port("s1", 2).Prio[3].TxPause
+	t.Logf("victim: %.1f Gb/s alone, %.1f Gb/s with the incast; s1 -> v XOFF %d", alone/1e9, withHot/1e9, vPause)
+	if alone < 90e9 || withHot > 0.8*alone || vPause == 0 {
+		t.Errorf("alone %.1f, with hot %.1f Gb/s, XOFF to v %d", alone/1e9, withHot/1e9, vPause)
+	}
+}
+
+func TestExampleDeadlockRing(t *testing.T) {
+	_, r := runExample(t, "deadlock-ring.yaml", nil)
+	if r.Deadlock == nil || r.Deadlock.ResolvedAt != 0 {
+		t.Fatalf("deadlock %+v", r.Deadlock)
+	}
+	t.Logf("ring: deadlock detected at %v, %d queues stuck", r.Deadlock.DetectedAt, len(r.Deadlock.Queues))
+	// With the commented-out watchdog block enabled, the deadlock breaks.
+	b, err := os.ReadFile("../../examples/deadlock-ring.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.NewReplacer("# qos:", "qos:", "#   PFC_WD:", "  PFC_WD:", "#     GLOBAL", "    GLOBAL", "#     ports", "    ports").Replace(string(b))
+	spec, err := lab.Parse("deadlock-ring-wd.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.Build(spec, spec.Sim.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := s.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var storms uint64
+	for _, p := range rw.Ports {
+		storms += p.Prio[3].PFCWDStormDetected
+	}
+	t.Logf("ring with the watchdog: storms %d, deadlock %+v", storms, rw.Deadlock)
+	if storms == 0 || (rw.Deadlock != nil && rw.Deadlock.ResolvedAt == 0) {
+		t.Errorf("watchdog did not break the deadlock: storms %d", storms)
+	}
+}
+
+func TestExampleIBIncast(t *testing.T) {
+	_, r := runExample(t, "ib-incast.yaml", nil)
+	drops, _ := r.SwitchDrops()
+	busy := activeBusy(linkDir(t, r, "sw1", "h9"))
+	var overrun uint64
+	for _, h := range r.Hosts {
+		overrun += h.Stats.CreditOverrun
+	}
+	t.Logf("ib incast: drops %d, credit overrun %d, bottleneck busy %.1f%%", drops, overrun, 100*busy)
+	if drops != 0 || overrun != 0 || busy < 0.95 {
+		t.Errorf("drops %d overrun %d busy %.3f", drops, overrun, busy)
+	}
+	for _, f := range r.Flows {
+		if f.MessagesDone != 4 {
+			t.Errorf("%s: %d of 4 messages", f.Name, f.MessagesDone)
+		}
+	}
+}
+
+func TestExampleLeafSpine(t *testing.T) {
+	spec, r := runExample(t, "leaf-spine.yaml", nil)
+	if drops, _ := r.SwitchDrops(); drops != 0 {
+		t.Errorf("%d drops on a lossless priority", drops)
+	}
+	// ECMP: both spines carry traffic from every leaf.
+	for _, leaf := range []string{"leaf1", "leaf2", "leaf3", "leaf4"} {
+		for _, spine := range []string{"spine1", "spine2"} {
+			if linkDir(t, r, leaf, spine).DataFrames == 0 {
+				t.Errorf("%s -> %s carried nothing", leaf, spine)
+			}
+		}
+	}
+	if len(r.Flows) != len(spec.NICs()) {
+		t.Errorf("%d flows", len(r.Flows))
+	}
+	for _, f := range r.Flows {
+		if f.RxBytes == 0 {
+			t.Errorf("%s received nothing", f.Name)
+		}
+	}
+}
+
+func TestProgressBar(t *testing.T) {
+	var b strings.Builder
+	p := &progressBar{w: &b, label: "incast"}
+	p.update(250*clock.Microsecond, clock.Millisecond)
+	if got := b.String(); !strings.HasPrefix(got, "\rincast [#######.......................]  25%  250us/1ms  ") {
+		t.Errorf("got %q", got)
+	}
+	b.Reset()
+	p.finish()
+	if got := b.String(); got != "\r"+strings.Repeat(" ", 80)+"\r" {
+		t.Errorf("finish wrote %q", got)
+	}
+	if isTerminal(&b) {
+		t.Error("a strings.Builder is not a terminal")
+	}
+}

@@ -1,0 +1,199 @@
+package lab
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/viper"
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// maxFileSize bounds what Load reads: a lab file is hand-written text.
+const maxFileSize = 8 << 20
+
+// maxErrors bounds how many problems one Load reports.
+const maxErrors = 50
+
+// Load reads, decodes and validates the lab file at path. On failure the
+// error is an ErrorList; every entry names the file, the line and the field.
+func Load(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a lab file held in memory; name is used in
+// messages (normally the path). It never panics, whatever the bytes.
+func Parse(name string, data []byte) (*Spec, error) {
+	if len(data) > maxFileSize {
+		return nil, ErrorList{{File: name, Msg: fmt.Sprintf("file is %d bytes; a lab file may have at most %d", len(data), maxFileSize)}}
+	}
+	if ext := strings.ToLower(filepath.Ext(name)); ext != "" && ext != ".yaml" && ext != ".yml" {
+		return nil, ErrorList{{File: name, Msg: fmt.Sprintf("lab files are YAML (.yaml or .yml), not %q", ext)}}
+	}
+	d := &decoder{file: name}
+	settings, ok := d.read(data)
+	if !ok {
+		return nil, d.errs.sortDedup()
+	}
+	spec := d.decode(settings)
+	if len(d.errs) == 0 {
+		d.validate(spec)
+	}
+	if len(d.errs) > 0 {
+		list := d.errs.sortDedup()
+		if d.dropped > 0 {
+			list = append(list, &FieldError{File: d.file, Msg: fmt.Sprintf("%d more errors not shown", d.dropped)})
+		}
+		return nil, list
+	}
+	spec.Warnings = d.warns.sortDedup()
+	return spec, nil
+}
+
+// read parses the bytes twice: as a yaml.Node tree (positions, keys as
+// written) and with viper (the values).
+func (d *decoder) read(data []byte) (map[string]any, bool) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		d.errs = append(d.errs, yamlError(d.file, err))
+		return nil, false
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		d.errorf("", "the file is empty")
+		return nil, false
+	}
+	if root := doc.Content[0]; root.Kind != yaml.MappingNode {
+		d.errs = append(d.errs, &FieldError{File: d.file, Line: root.Line, Msg: "a lab file is a YAML mapping (name:, topology:, ...)"})
+		return nil, false
+	}
+	ix, ok := newPosIndex(&doc)
+	if !ok {
+		d.errorf("", "document too large or too deeply nested (aliases expand to more than %d nodes)", maxIndexNodes)
+		return nil, false
+	}
+	d.pos = ix
+
+	// Mapping keys must stay distinct once viper folds them to lower case.
+	if !d.checkFoldedKeys(&doc) {
+		return nil, false
+	}
+
+	// A key delimiter no lab file uses: node names and SONiC table names
+	// such as "scheduler.0" contain dots, which viper would split.
+	v := viper.NewWithOptions(viper.KeyDelimiter("\x00"))
+	v.SetConfigType("yaml")
+	var settings map[string]any
+	err := func() (err error) {
+		// viper and the YAML decoder are third-party code: a panic on a
+		// hostile document becomes an error naming the file.
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("cannot decode: %v", r)
+			}
+		}()
+		if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return err
+		}
+		settings = v.AllSettings()
+		return nil
+	}()
+	if err != nil {
+		d.errs = append(d.errs, yamlError(d.file, err))
+		return nil, false
+	}
+	return settings, true
+}
+
+// checkFoldedKeys reports mapping keys that differ only in case: viper would
+// merge them silently.
+func (d *decoder) checkFoldedKeys(doc *yaml.Node) bool {
+	ok := true
+	var walk func(n *yaml.Node, depth int)
+	walk = func(n *yaml.Node, depth int) {
+		if depth > maxDepth {
+			return
+		}
+		if n.Kind == yaml.MappingNode {
+			seen := make(map[string]*yaml.Node)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				low := strings.ToLower(k.Value)
+				if prev, dup := seen[low]; dup && k.Tag != "!!merge" {
+					d.errs = append(d.errs, &FieldError{File: d.file, Line: k.Line, Field: k.Value,
+						Msg: fmt.Sprintf("key %q repeats %q (line %d): keys are case-insensitive", k.Value, prev.Value, prev.Line)})
+					ok = false
+				}
+				seen[low] = k
+			}
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(doc, 0)
+	return ok
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+): `)
+
+// yamlError turns a YAML syntax error ("yaml: line 7: mapping values are not
+// allowed in this context") into "file:7: mapping values ...".
+func yamlError(file string, err error) *FieldError {
+	msg := err.Error()
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "While parsing config: ")
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 0
+	if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
+		line, _ = strconv.Atoi(msg[m[2]:m[3]])
+		msg = msg[:m[0]] + msg[m[1]:]
+		// yaml.v3 reports parser (not scanner) errors at the 0-based line
+		// of the enclosing collection's start: name that line, 1-based.
+		if strings.HasPrefix(msg, "did not find expected") {
+			line++
+			msg += " (in the mapping or list that starts on this line)"
+		}
+	}
+	return &FieldError{File: file, Line: line, Msg: msg}
+}
+
+// decoder turns viper's settings into a Spec, collecting every problem with
+// its position.
+type decoder struct {
+	file  string
+	pos   *posIndex
+	errs  ErrorList
+	warns ErrorList
+	// dropped counts errors beyond maxErrors.
+	dropped int
+}
+
+func (d *decoder) errorf(path, format string, args ...any) {
+	if len(d.errs) >= maxErrors {
+		d.dropped++
+		return
+	}
+	line := 0
+	if d.pos != nil {
+		line = d.pos.line(path)
+	}
+	d.errs = append(d.errs, &FieldError{File: d.file, Line: line, Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) warnf(path, format string, args ...any) {
+	d.warns = append(d.warns, &FieldError{File: d.file, Line: d.pos.line(path), Field: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) line(path string) int { return d.pos.line(path) }

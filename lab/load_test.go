@@ -1,0 +1,320 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/emufabric/emufabric/clock"
+)
+
+// base is a small valid lab: two hosts behind one switch. Cases below edit
+// it with replace() so the line numbers of errors are easy to check:
+//
+//	line 1  name
+//	line 6  sw1
+//	line 10 first link
+const base = `name: t1
+topology:
+  defaults: {rate: 100G, delay: 1us, mtu: 4200}
+  nodes:
+    h1: {kind: nic}
+    sw1: {kind: switch, ports: 4}
+    h2: {kind: nic}
+  links:
+    - endpoints: ["h1:eth0", "sw1:p1"]
+    - endpoints: ["h2:eth0", "sw1:p2"]
+qos:
+  PORT_QOS_MAP: {pfc_enable: "3"}
+  BUFFER_POOL:
+    ingress_lossless_pool: {size: 12MiB, type: ingress, mode: dynamic}
+  BUFFER_PROFILE:
+    pg_lossless: {pool: ingress_lossless_pool, size: 0, dynamic_th: -3, xon: 18432, xoff: 40KiB}
+  BUFFER_PG:
+    "3": pg_lossless
+traffic:
+  - {name: f1, src: h1, dst: h2, size: 64KiB, priority: 3}
+sim: {duration: 1ms}
+`
+
+func replace(old, new string) string {
+	if !strings.Contains(base, old) {
+		panic("test base lacks " + old)
+	}
+	return strings.Replace(base, old, new, 1)
+}
+
+func TestParseBase(t *testing.T) {
+	s, err := Parse("t.yaml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "t1" || s.Fabric != FabricRoCE {
+		t.Errorf("name %q fabric %q", s.Name, s.Fabric)
+	}
+	sw := s.Node("sw1")
+	if sw == nil || sw.Kind != KindSwitch || len(sw.Ports) != 4 || !sw.CutThrough || sw.HeaderBytes != 64 {
+		t.Fatalf("sw1 = %+v", sw)
+	}
+	if p := sw.Port("p2"); p.Index != 1 || p.Peer.String() != "h2:eth0" || p.Link.Rate != 100_000_000_000 || p.Link.Delay != clock.Microsecond || p.Link.MTU != 4200 {
+		t.Errorf("sw1:p2 = %+v link %+v", p, p.Link)
+	}
+	if sw.Port("p3").Link != nil {
+		t.Errorf("sw1:p3 should be unconnected")
+	}
+	bp := sw.QoS.BufferProfiles["pg_lossless"]
+	if bp.Xoff != 40960 || bp.DynamicTh != -3 || !bp.HasDynamicTh || bp.Xon != 18432 || !bp.Lossless() {
+		t.Errorf("profile %+v", bp)
+	}
+	if sw.QoS.PortQoSMap.PFCEnable != 1<<3 || sw.QoS.BufferPools["ingress_lossless_pool"].Size != 12<<20 {
+		t.Errorf("qos %+v", sw.QoS)
+	}
+	if len(sw.QoS.BufferPG) != 1 || sw.QoS.BufferPG[0].IDs != 1<<3 || sw.QoS.BufferPG[0].Line != 18 {
+		t.Errorf("BUFFER_PG %+v", sw.QoS.BufferPG)
+	}
+	if len(s.Traffic) != 1 {
+		t.Fatalf("traffic %d flows", len(s.Traffic))
+	}
+	f := s.Traffic[0]
+	if f.Name != "f1" || f.Src.Name != "h1" || f.Dst[0].Name != "h2" || f.DSCP != 26 || f.Priority != 3 ||
+		f.Rate != 100_000_000_000 || f.PMTU != 4096 || f.Size.Size != 64<<10 || !f.ECN || f.Line != 20 {
+		t.Errorf("flow %+v", f)
+	}
+	if s.Sim.Duration != clock.Millisecond || s.Sim.SampleInterval != clock.Microsecond || s.Sim.Seed != 1 {
+		t.Errorf("sim %+v", s.Sim)
+	}
+	if h1 := s.Node("h1"); h1.IPv4 != [4]byte{10, 0, 0, 1} || h1.MAC != [6]byte{2, 0, 0, 0, 0, 1} {
+		t.Errorf("h1 addresses %v %v", h1.IPv4, h1.MAC)
+	}
+	if len(s.Warnings) != 0 {
+		t.Errorf("warnings: %v", s.Warnings)
+	}
+}
+
+// TestParseErrors checks that every kind of mistake is reported with the
+// file, the line and the field path.
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string // the whole first error
+	}{
+		{"unknown port", replace(`"sw1:p2"]`, `"sw1:p9"]`),
+			`t.yaml:10: topology.links[1].endpoints[1]: unknown port "sw1:p9" (sw1 declares p1, p2, p3, p4)`},
+		{"unknown node", replace(`"h2:eth0"`, `"h3:eth0"`),
+			`t.yaml:10: topology.links[1].endpoints[0]: unknown node "h3" in "h3:eth0"`},
+		{"not node:port", replace(`"h2:eth0"`, `"h2"`),
+			`t.yaml:10: topology.links[1].endpoints[0]: "h2" is not "node:port" (e.g. "sw1:p1")`},
+		{"duplicate endpoint", replace(`"sw1:p2"]`, `"sw1:p1"]`),
+			`t.yaml:10: topology.links[1].endpoints[1]: duplicate endpoint "sw1:p1" (already used at line 9, topology.links[0].endpoints[1])`},
+		{"one endpoint", replace(`["h2:eth0", "sw1:p2"]`, `["h2:eth0"]`),
+			`t.yaml:10: topology.links[1].endpoints: a link has 2 endpoints, got 1`},
+		{"self link", replace(`"h2:eth0", "sw1:p2"`, `"sw1:p3", "sw1:p2"`),
+			`t.yaml:10: topology.links[1].endpoints[1]: both endpoints are on node "sw1"`},
+		{"typo in key", replace(`delay: 1us`, `delya: 1us`),
+			`t.yaml:3: topology.defaults.delya: unknown key "delya" (did you mean "delay"?)`},
+		{"unknown top key", replace(`sim: {duration: 1ms}`, `simulation: {duration: 1ms}`),
+			`t.yaml:21: simulation: unknown key "simulation" (known keys: name, fabric, topology, qos, ib, traffic, sim)`},
+		{"typo in table", replace(`  BUFFER_PG:`, `  BUFFER_PGS:`),
+			`t.yaml:17: qos.BUFFER_PGS: unknown key "BUFFER_PGS" (did you mean "BUFFER_PG"?)`},
+		{"xoff below MTU", replace(`xoff: 40KiB`, `xoff: 2048`),
+			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.xoff: xoff 2048 bytes is smaller than one MTU frame (4222 bytes on sw1:p1, MTU 4200)`},
+		{"dynamic_th high", replace(`dynamic_th: -3`, `dynamic_th: 8`),
+			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.dynamic_th: 8 is out of range [-8, 7]`},
+		{"dynamic_th low", replace(`dynamic_th: -3`, `dynamic_th: -9`),
+			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.dynamic_th: -9 is out of range [-8, 7]`},
+		{"static_th on dynamic pool", replace(`dynamic_th: -3`, `static_th: 64KiB`),
+			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.static_th: pool ingress_lossless_pool is dynamic: the profile needs dynamic_th, not static_th`},
+		{"unknown pool", replace(`{pool: ingress_lossless_pool, size: 0`, `{pool: ingress_pool, size: 0`),
+			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.pool: unknown BUFFER_POOL "ingress_pool" (known: egress_lossless_pool, egress_lossy_pool, ingress_lossless_pool, ingress_lossy_pool)`},
+		{"unknown profile", replace(`"3": pg_lossless`, `"3": pg_lossles`),
+			`t.yaml:18: qos.BUFFER_PG.3: unknown BUFFER_PROFILE "pg_lossles" (known: egress_lossless_profile, egress_lossy_profile, ingress_lossy_profile, pg_lossless, pg_lossless_profile)`},
+		{"ingress profile on a queue", replace(`    "3": pg_lossless`, `    "3": pg_lossless`+"\n  BUFFER_QUEUE: {\"0-7\": pg_lossless}"),
+			`t.yaml:19: qos.BUFFER_QUEUE.0-7: BUFFER_QUEUE binds egress profiles; pg_lossless uses ingress pool ingress_lossless_pool`},
+		{"unknown scheduler", replace(`    "3": pg_lossless`, `    "3": pg_lossless`+"\n  QUEUE: {\"3\": {scheduler: sched1}}"),
+			`t.yaml:19: qos.QUEUE.3.scheduler: unknown SCHEDULER "sched1" (known: scheduler.0, scheduler.1)`},
+		{"strict with weight", replace(`    "3": pg_lossless`, `    "3": pg_lossless`+"\n  SCHEDULER: {s0: {type: STRICT, weight: 3}}"),
+			`t.yaml:19: qos.SCHEDULER.s0.weight: a STRICT scheduler has no weight`},
+		{"wred min above max", replace(`    "3": pg_lossless`, `    "3": pg_lossless`+"\n  WRED_PROFILE: {w: {ecn: ecn_all, green_min_threshold: 2MiB, green_max_threshold: 1MiB}}"),
+			`t.yaml:19: qos.WRED_PROFILE.w.green_max_threshold: green_max_threshold 1048576 is below green_min_threshold 2097152`},
+		{"pfcwd bad action", replace(`    "3": pg_lossless`, `    "3": pg_lossless`+"\n  PFC_WD: {ports: {action: reboot}}"),
+			`t.yaml:19: qos.PFC_WD.ports.action: "reboot" is not one of drop, forward, alert`},
+		{"binding on unknown port", replace(`"3": pg_lossless`, `"p7|3": pg_lossless`),
+			`t.yaml:18: qos.BUFFER_PG.p7|3: port "p7" is not a port of switch sw1 (p1, p2, p3, p4)`},
+		{"bad pg range", replace(`"3": pg_lossless`, `"3-9": pg_lossless`),
+			`t.yaml:18: qos.BUFFER_PG.3-9: key "3-9": "3-9" is outside 0..7 (write "3-4" or "p1,p2|3-4")`},
+		{"pfc_enable out of range", replace(`pfc_enable: "3"`, `pfc_enable: "3,8"`),
+			`t.yaml:12: qos.PORT_QOS_MAP.pfc_enable: "8" is outside 0..7`},
+		{"unreachable", replace(`    - endpoints: ["h2:eth0", "sw1:p2"]`, `    - endpoints: ["h2:eth0", "sw2:p1"]`) + "",
+			``}, // replaced below: needs sw2
+		{"bad rate bytes", replace(`rate: 100G`, `rate: 100GB`),
+			`t.yaml:3: topology.defaults.rate: rate "100GB": rates are in bits per second (write 100G or 100Gbps, not bytes)`},
+		{"bad rate word", replace(`rate: 100G`, `rate: fast`),
+			`t.yaml:3: topology.defaults.rate: "fast": not a number with a unit`},
+		{"zero rate", replace(`rate: 100G`, `rate: 0G`),
+			`t.yaml:3: topology.defaults.rate: rate "0G": must be greater than zero`},
+		{"ambiguous size", replace(`size: 64KiB`, `size: 64K`),
+			`t.yaml:20: traffic[0].size: size "64K": ambiguous unit "K" (write 64KiB for 1024-byte or 64KB for 1000-byte units)`},
+		{"time without unit", replace(`duration: 1ms`, `duration: 10`),
+			`t.yaml:21: sim.duration: time "10": needs a unit (ps, ns, us, ms or s)`},
+		{"negative time", replace(`delay: 1us`, `delay: -1us`),
+			`t.yaml:3: topology.defaults.delay: "-1us": must not be negative`},
+		{"unsafe node name", replace("    h2: {kind: nic}", "    h2.x: {kind: nic}"),
+			`t.yaml:7: topology.nodes.h2.x: node name: name "h2.x" has '.': only letters, digits, '_' and '-' are allowed`},
+		{"long port name", replace(`"h1:eth0"`, `"h1:eth0-is-far-too-long"`),
+			`t.yaml:9: topology.links[0].endpoints[0]: port name: name "eth0-is-far-too-long" is 20 bytes long; at most 15`},
+		{"long lab name", replace(`name: t1`, `name: my-very-long-lab-name`),
+			`t.yaml:1: name: name "my-very-long-lab-name" is 21 bytes long; at most 15`},
+		{"missing kind", replace(`h1: {kind: nic}`, `h1: {}`),
+			`t.yaml:5: topology.nodes.h1: missing key "kind" (nic or switch)`},
+		{"null node", replace(`h1: {kind: nic}`, `h1:`),
+			`t.yaml:5: topology.nodes.h1: missing key "kind" (nic or switch)`},
+		{"bad kind", replace(`h1: {kind: nic}`, `h1: {kind: host}`),
+			`t.yaml:5: topology.nodes.h1.kind: "host" is not one of nic, switch`},
+		{"switch setting on nic", replace(`h1: {kind: nic}`, `h1: {kind: nic, cut_through: false}`),
+			`t.yaml:5: topology.nodes.h1.cut_through: "cut_through" is a switch setting; h1 is a nic`},
+		{"case-folded duplicate", replace("    h2: {kind: nic}", "    h2: {kind: nic}\n    H2: {kind: nic}"),
+			`t.yaml:8: H2: key "H2" repeats "h2" (line 7): keys are case-insensitive`},
+		{"yaml syntax", replace(`sim: {duration: 1ms}`, `sim: {duration: 1ms`),
+			`t.yaml:21: did not find expected ',' or '}' (in the mapping or list that starts on this line)`},
+		{"not a mapping", "- just\n- a list\n",
+			`t.yaml:1: a lab file is a YAML mapping (name:, topology:, ...)`},
+		{"empty", "", `t.yaml: the file is empty`},
+		{"traffic from switch", replace(`src: h1,`, `src: sw1,`),
+			`t.yaml:20: traffic[0].src: sw1 is a switch; traffic runs between nic nodes`},
+		{"traffic to itself", replace(`dst: h2,`, `dst: h1,`),
+			`t.yaml:20: traffic[0].dst: h1 sends to itself`},
+		{"flow faster than link", replace(`size: 64KiB,`, `size: 64KiB, rate: 200G,`),
+			`t.yaml:20: traffic[0].rate: 200G is faster than h1's link (100G)`},
+		{"pmtu too big", replace(`mtu: 4200}`, `mtu: 1500}`) + "",
+			``}, // replaced below
+		{"priority range", replace(`priority: 3}`, `priority: 8}`),
+			`t.yaml:20: traffic[0].priority: 8 is out of range [0, 7]`},
+		{"missing name", replace(`name: t1`, `nom: t1`),
+			`t.yaml:1: missing key "name" (the lab's name)`},
+		{"sl on roce", replace(`priority: 3}`, `priority: 3, sl: 1}`),
+			`t.yaml:20: traffic[0].sl: sl (IB service level) needs fabric: ib; RoCE flows use priority and dscp`},
+		{"loss out of range", replace(`mtu: 4200}`, `mtu: 4200, loss: 2}`),
+			`t.yaml:3: topology.defaults.loss: 2 is out of range [0, 1]`},
+		{"mtu out of range", replace(`mtu: 4200}`, `mtu: 10000}`),
+			`t.yaml:3: topology.defaults.mtu: 10000 is out of range [576, 9216]`},
+		{"nic with two links", replace(`    - endpoints: ["h2:eth0", "sw1:p2"]`, `    - endpoints: ["h2:eth0", "sw1:p2"]`+"\n"+`    - endpoints: ["h2:eth1", "sw1:p3"]`),
+			`t.yaml:7: topology.nodes.h2: nic h2 has 2 links; a nic has one port`},
+	}
+	// Cases that need more than one edit.
+	for i := range tests {
+		switch tests[i].name {
+		case "unreachable":
+			tests[i].yaml = strings.Replace(tests[i].yaml, "    h2: {kind: nic}", "    h2: {kind: nic}\n    sw2: {kind: switch}", 1)
+			tests[i].want = `t.yaml:21: traffic[0].dst: h2 is unreachable from h1: no path through the topology`
+		case "pmtu too big":
+			tests[i].yaml = strings.Replace(tests[i].yaml, `priority: 3}`, `priority: 3, pmtu: 4096}`, 1)
+			tests[i].want = `t.yaml:20: traffic[0].pmtu: path MTU 4096 does not fit the smallest link MTU on the way (1500)`
+		}
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Parse("t.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("no error; spec %+v", s)
+			}
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("error %T %v is not an ErrorList", err, err)
+			}
+			if got := list[0].Error(); got != tt.want {
+				t.Errorf("first error\n got: %s\nwant: %s\n all:\n%v", got, tt.want, err)
+			}
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.File != "t.yaml" {
+				t.Errorf("errors.As FieldError: %v", fe)
+			}
+		})
+	}
+}
+
+// TestParseCollectsErrors: one Load reports every independent problem, in
+// line order.
+func TestParseCollectsErrors(t *testing.T) {
+	y := strings.Replace(base, `delay: 1us`, `delay: 1`, 1)
+	y = strings.Replace(y, `dynamic_th: -3`, `dynamic_th: 12`, 1)
+	y = strings.Replace(y, `priority: 3}`, `priority: 3, colour: red}`, 1)
+	_, err := Parse("t.yaml", []byte(y))
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("got %v", err)
+	}
+	var lines []int
+	for _, e := range list {
+		lines = append(lines, e.Line)
+	}
+	if len(list) != 3 || lines[0] != 3 || lines[1] != 16 || lines[2] != 20 {
+		t.Errorf("got %d errors at lines %v:\n%v", len(list), lines, err)
+	}
+}
+
+func TestParseWarnings(t *testing.T) {
+	// 40 KiB of headroom is not enough for a 10 us cable at 100G.
+	y := strings.Replace(base, `delay: 1us`, `delay: 10us`, 1)
+	s, err := Parse("t.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Warnings) == 0 || !strings.Contains(s.Warnings[0].Error(), "t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.xoff: xoff 40960 bytes is below the 258444 bytes in flight on sw1:p1") {
+		t.Errorf("warnings %v", s.Warnings)
+	}
+}
+
+func TestLoadNamesFile(t *testing.T) {
+	_, err := Load("testdata/does-not-exist.yaml")
+	if err == nil || !strings.Contains(err.Error(), "testdata/does-not-exist.yaml") {
+		t.Errorf("got %v", err)
+	}
+	_, err = Parse("lab.json", []byte(`{}`))
+	if err == nil || err.Error() != `lab.json: lab files are YAML (.yaml or .yml), not ".json"` {
+		t.Errorf("got %v", err)
+	}
+}
+
+func BenchmarkParseIncast(b *testing.B) {
+	data, err := os.ReadFile("../examples/incast.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse("incast.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseLeafSpine(b *testing.B) {
+	data, err := os.ReadFile("../examples/leaf-spine.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse("leaf-spine.yaml", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestParseTooManyErrors(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("name: many\ntopology:\n  nodes:\n")
+	for i := range 60 {
+		fmt.Fprintf(&b, "    n%d: {kind: router}\n", i)
+	}
+	_, err := Parse("many.yaml", []byte(b.String()))
+	var list ErrorList
+	if !errors.As(err, &list) || len(list) != maxErrors+1 || list[maxErrors].Error() != "many.yaml: 10 more errors not shown" {
+		t.Fatalf("got %d errors, last %v", len(list), list[len(list)-1])
+	}
+}

@@ -1,0 +1,51 @@
+package lab
+
+import "fmt"
+
+// Name rules. Lab, node and port names become Linux names in the namespace
+// lab (namespaces emu-<lab>-<node>, interfaces, TAP devices), so they are
+// limited to what every tool accepts unquoted: ASCII letters, digits, '_'
+// and '-', not starting with '-', and at most 15 bytes (IFNAMSIZ - 1, the
+// kernel's limit on interface names). Names of QoS table entries and flows
+// only appear in files and tables; they may also contain '.' (SONiC writes
+// "scheduler.0") and '/' (expanded flow names), up to 64 bytes.
+
+// MaxNameLen is the longest lab, node or port name.
+const MaxNameLen = 15
+
+// checkName validates a lab, node or port name.
+func checkName(s string) error {
+	return checkChars(s, MaxNameLen, "")
+}
+
+// checkEntryName validates a QoS entry or flow name.
+func checkEntryName(s string) error {
+	return checkChars(s, 64, "./")
+}
+
+func checkChars(s string, maxLen int, extra string) error {
+	if s == "" {
+		return fmt.Errorf("empty name")
+	}
+	if len(s) > maxLen {
+		return fmt.Errorf("name %q is %d bytes long; at most %d", s, len(s), maxLen)
+	}
+	if s[0] == '-' {
+		return fmt.Errorf("name %q must not start with '-'", s)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+		for j := 0; j < len(extra) && !ok; j++ {
+			ok = c == extra[j]
+		}
+		if !ok {
+			allowed := "letters, digits, '_' and '-'"
+			if extra != "" {
+				allowed = "letters, digits, '_', '-', '.' and '/'"
+			}
+			return fmt.Errorf("name %q has %q: only %s are allowed", s, c, allowed)
+		}
+	}
+	return nil
+}
