@@ -1,0 +1,142 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// nsKillWait bounds how long Teardown waits for a SIGKILLed process.
+const nsKillWait = 5 * time.Second
+
+// Teardown removes everything lab recorded under root ("" is
+// DefaultStateRoot): it stops the recorded processes (SIGTERM, grace,
+// SIGKILL, to their process groups), kills whatever else runs inside the
+// lab's namespaces, deletes the namespaces (their interfaces, including
+// TAPs whose owners are now dead, go with them), removes the socket files
+// and finally the state directory. It works from the state directory
+// alone, so it cleans up after kill -9 of any daemon or of the controller,
+// and it is idempotent: a lab that is not there is not an error.
+func Teardown(root, lab string, grace time.Duration) error {
+	if root == "" {
+		root = DefaultStateRoot
+	}
+	if err := checkName(lab); err != nil {
+		return fmt.Errorf("lab name: %w", err)
+	}
+	if _, err := os.Stat(root + "/" + lab); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	s, err := OpenState(root, lab)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.Teardown(grace)
+}
+
+// Teardown is the package-level Teardown for a state this process holds.
+func (s *State) Teardown(grace time.Duration) error {
+	var errs []error
+	s.mu.Lock()
+	procs := append([]nsProcEntry(nil), s.rec.Procs...)
+	s.mu.Unlock()
+
+	// 1. Recorded daemons: politely first, they may have state to flush.
+	var term []nsProcEntry
+	for _, p := range procs {
+		if p.StartTime == 0 || !nsAlive(p.Pid, p.StartTime) {
+			continue
+		}
+		nsSignal(p, syscall.SIGTERM)
+		term = append(term, p)
+	}
+	deadline := time.Now().Add(grace)
+	for _, p := range term {
+		if !nsWaitGone(p.Pid, p.StartTime, time.Until(deadline)) {
+			nsSignal(p, syscall.SIGKILL)
+			if !nsWaitGone(p.Pid, p.StartTime, nsKillWait) {
+				errs = append(errs, fmt.Errorf("process %s (pid %d) survived SIGKILL", p.Name, p.Pid))
+			}
+		}
+	}
+
+	// 2. Anything else inside the namespaces (shells from `exec`, a
+	// daemon that was started but not recorded, a daemon's children).
+	for _, ns := range s.Namespaces() {
+		if err := nsKillAllIn(ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	// 3. Namespaces, 4. socket files.
+	for _, ns := range s.Namespaces() {
+		if err := DeleteNamespace(ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, p := range s.Sockets() {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		// Keep the record so a second `down` can retry.
+		return errors.Join(errs...)
+	}
+	s.mu.Lock()
+	s.rec = nsRecord{Lab: s.Lab}
+	s.mu.Unlock()
+	if err := os.RemoveAll(s.Dir); err != nil {
+		return fmt.Errorf("state: %w", err)
+	}
+	return nil
+}
+
+// nsSignal signals a recorded process and, if it leads its own process
+// group (State.Start sets one up), the whole group.
+func nsSignal(p nsProcEntry, sig syscall.Signal) {
+	if st, err := nsReadStat(p.Pid); err == nil && st.Pgrp == p.Pid {
+		_ = syscall.Kill(-p.Pid, sig)
+		return
+	}
+	_ = syscall.Kill(p.Pid, sig)
+}
+
+// nsKillAllIn SIGKILLs every process in the named namespace and waits for
+// them to go.
+func nsKillAllIn(name string) error {
+	for round := 0; round < 3; round++ {
+		pids, err := nsPidsIn(name)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // never created, or already deleted
+		}
+		if err != nil {
+			return fmt.Errorf("namespace %s: %w", name, err)
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		starts := make([]uint64, len(pids))
+		for i, pid := range pids {
+			starts[i], _ = nsStartTime(pid)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		for i, pid := range pids {
+			nsWaitGone(pid, starts[i], nsKillWait)
+		}
+	}
+	pids, _ := nsPidsIn(name)
+	var live []int
+	for _, pid := range pids {
+		if nsAlive(pid, 0) {
+			live = append(live, pid)
+		}
+	}
+	if len(live) > 0 {
+		return fmt.Errorf("namespace %s: processes %v survived SIGKILL", name, live)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+// Package rt is the real-time driver of the I/O-free engines (switchcore,
+// nic): a wall clock with an optional time-dilation factor (Clock), an
+// event loop that serializes frame arrivals, timer callbacks and posted
+// functions onto one goroutine (Loop), ports that connect a Loop to a link
+// transport (Port), the transports a daemon's ports use (Seqpacket: unix
+// SOCK_SEQPACKET between processes; UDP: between machines; TAP: towards a
+// namespace's kernel, with TSO/GSO segmentation and checksum offload), and
+// a pacer that releases frames at a link rate (Pacer).
+//
+// The engines are never called from two goroutines: everything that
+// touches an engine, the Loop's frame pool or a Timer runs on the Loop's
+// goroutine. Each Port has one reader and one writer goroutine
+// (RoutineRead, RoutineWrite); frames cross between them and the loop by
+// channel hand-off, never shared.
+//
+// I/O is batch-shaped as in wireguard-go's tun.Device and conn.Bind: a Read
+// or Write moves a slice of frames, even where the backend moves one per
+// system call (recvmmsg/sendmmsg for the sockets; the TAP reads one
+// kernel frame per call but a TSO frame yields up to 64 segments).
+//
+// Timing on a real machine: runtime timers fire tens of microseconds to a
+// millisecond late. The Clock therefore replays late timers at their due
+// times (bounded by MaxLag), and the Pacer books frames in link time with
+// a slack (Burst); both keep long-run rates exact at the cost of bursts.
+package rt

@@ -1,0 +1,39 @@
+package rt
+
+import "errors"
+
+// Link is one end of an emulated link: a transport that moves whole
+// Ethernet frames (one frame per message) in batches.
+//
+// Read fills bufs[i][offset:] with up to len(bufs) frames, stores their
+// lengths in sizes[i] and returns how many it filled; it blocks until at
+// least one frame is available or the link is closed. A transport may use
+// bufs[i][:offset] as scratch (headroom), never bytes outside bufs[i].
+// Write sends bufs[i][offset:] for every i and returns how many it sent.
+// BatchSize is the number of frames one call moves at best; callers size
+// their slices with it. Close releases the transport and unblocks a
+// concurrent Read or Write, which then return an error satisfying
+// errors.Is(err, ErrClosed).
+//
+// Read and Write may be called concurrently with each other, but Read
+// (likewise Write) only from one goroutine at a time.
+type Link interface {
+	Read(bufs [][]byte, sizes []int, offset int) (n int, err error)
+	Write(bufs [][]byte, offset int) (n int, err error)
+	BatchSize() int
+	Close() error
+}
+
+// ErrClosed is returned by a transport after Close. It wraps
+// net.ErrClosed / os.ErrClosed so errors.Is works with either.
+var ErrClosed = errors.New("rt: link closed")
+
+// ErrFrameTooLarge is returned by Read when a received frame did not fit
+// the caller's buffer and was dropped. It comes with n >= 0 good frames,
+// which the caller uses as usual; reading goes on with the next call.
+var ErrFrameTooLarge = errors.New("rt: frame larger than buffer")
+
+// DefaultBatchSize is the batch the socket transports move per system call
+// (recvmmsg / sendmmsg). wireguard-go's conn.IdealBatchSize is 128; frames
+// here are up to 9 KiB, so 64 keeps one batch of buffers well inside L2.
+const DefaultBatchSize = 64

@@ -1,0 +1,153 @@
+package rt
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"syscall"
+)
+
+// UDP is a link to a switch on another machine: each frame is one UDP
+// datagram (the whole Ethernet frame as payload, no extra header) on a
+// connected socket, so the kernel drops datagrams from anyone but the
+// configured peer. Unlike Seqpacket it may lose frames, as a wire may; the
+// emulated link's own loss model comes on top.
+type UDP struct {
+	conn  *net.UDPConn
+	rc    syscall.RawConn
+	rmu   sync.Mutex
+	rx    *mmsgBatch
+	wmu   sync.Mutex
+	tx    *mmsgBatch
+	local netip.AddrPort
+}
+
+var _ Link = (*UDP)(nil)
+
+// DialUDP binds local (port 0 picks one) and connects to remote. Both ends
+// of a link call DialUDP with each other's address.
+func DialUDP(local, remote netip.AddrPort) (*UDP, error) {
+	c, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(local), net.UDPAddrFromAddrPort(remote))
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetReadBuffer(4 << 20)
+	_ = c.SetWriteBuffer(4 << 20)
+	return &UDP{
+		conn:  c,
+		rc:    rc,
+		rx:    newMmsgBatch(DefaultBatchSize),
+		tx:    newMmsgBatch(DefaultBatchSize),
+		local: c.LocalAddr().(*net.UDPAddr).AddrPort(),
+	}, nil
+}
+
+// ListenUDP binds local without a peer yet; Connect sets the peer. It lets
+// two ends that both pick port 0 learn each other's port first.
+func ListenUDP(local netip.AddrPort) (*UDP, error) {
+	c, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(local))
+	if err != nil {
+		return nil, err
+	}
+	rc, err := c.SyscallConn()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	_ = c.SetReadBuffer(4 << 20)
+	_ = c.SetWriteBuffer(4 << 20)
+	return &UDP{
+		conn:  c,
+		rc:    rc,
+		rx:    newMmsgBatch(DefaultBatchSize),
+		tx:    newMmsgBatch(DefaultBatchSize),
+		local: c.LocalAddr().(*net.UDPAddr).AddrPort(),
+	}, nil
+}
+
+// Connect sets the peer with connect(2): afterwards only its datagrams are
+// received and Write sends to it.
+func (u *UDP) Connect(remote netip.AddrPort) error {
+	sa, err := sockaddr(remote)
+	if err != nil {
+		return err
+	}
+	var cerr error
+	err = u.rc.Control(func(fd uintptr) { cerr = syscall.Connect(int(fd), sa) })
+	if err != nil {
+		return err
+	}
+	return cerr
+}
+
+func sockaddr(ap netip.AddrPort) (syscall.Sockaddr, error) {
+	a := ap.Addr()
+	if a.Is4() || a.Is4In6() {
+		return &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: a.Unmap().As4()}, nil
+	}
+	if a.Is6() {
+		return &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: a.As16()}, nil
+	}
+	return nil, &net.AddrError{Err: "not an IP address", Addr: ap.String()}
+}
+
+// LocalAddr is the bound address.
+func (u *UDP) LocalAddr() netip.AddrPort { return u.local }
+
+// BatchSize implements Link.
+func (u *UDP) BatchSize() int { return DefaultBatchSize }
+
+// Read implements Link. Empty datagrams are ignored; oversized ones are
+// dropped and reported as ErrFrameTooLarge with the good frames.
+func (u *UDP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	u.rmu.Lock()
+	defer u.rmu.Unlock()
+	for {
+		n, err := recvmmsg(u.rc, u.rx, bufs, sizes, offset)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			// An ICMP port unreachable from a peer that is not up yet
+			// (or restarting): a wire would just lose the frames.
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		k := 0
+		var errOut error
+		for i := 0; i < n; i++ {
+			if sizes[i] < 0 {
+				errOut = ErrFrameTooLarge
+				continue
+			}
+			if sizes[i] == 0 {
+				continue
+			}
+			if k != i {
+				copy(bufs[k][offset:], bufs[i][offset:offset+sizes[i]])
+				sizes[k] = sizes[i]
+			}
+			k++
+		}
+		if k > 0 || errOut != nil {
+			return k, errOut
+		}
+	}
+}
+
+// Write implements Link. A datagram refused by the kernel (e.g.
+// ECONNREFUSED while the peer is not up yet) is reported as an error after
+// the datagrams before it.
+func (u *UDP) Write(bufs [][]byte, offset int) (int, error) {
+	u.wmu.Lock()
+	defer u.wmu.Unlock()
+	return sendmmsg(u.rc, u.tx, bufs, offset)
+}
+
+// Close implements Link.
+func (u *UDP) Close() error { return u.conn.Close() }
