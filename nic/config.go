@@ -1,0 +1,177 @@
+package nic
+
+import (
+	"fmt"
+	"net/netip"
+
+	"github.com/emufabric/emufabric/cc"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// Trust selects what the classifier reads to pick a frame's priority
+// (mlnx_qos --trust pcp|dscp).
+type Trust uint8
+
+const (
+	TrustDSCP Trust = iota // IP DSCP through dscp2prio; non-IP frames get priority 0
+	TrustPCP               // the 802.1Q PCP; untagged frames get priority 0
+)
+
+func (t Trust) String() string {
+	if t == TrustPCP {
+		return "pcp"
+	}
+	return "dscp"
+}
+
+// Retransmit selects how the requester recovers from a lost packet.
+type Retransmit uint8
+
+const (
+	// GoBackN resends from the first unacknowledged PSN (the IBA reliable service,
+	// what every RoCE NIC does today).
+	GoBackN Retransmit = iota
+	// GoBack0 restarts the whole message, and the responder discards a
+	// partly received message on a sequence error. This is the older NIC
+	// behaviour Guo et al. (SIGCOMM'16, §4.2) showed livelocks at small
+	// loss rates; it exists to reproduce that result.
+	GoBack0
+)
+
+// Config describes one NIC. Zero values take the defaults DefaultConfig
+// documents; New validates.
+type Config struct {
+	Name string
+	MAC  wire.MAC
+	// IP is the NIC's address: its RoCEv2 GID is this address (IPv4-mapped
+	// for IPv4). Frames whose destination IP is not IP go to the host.
+	IP netip.Addr
+	// Rate is the link speed in bits per second (egress serialization,
+	// PFC quanta, the DCQCN line rate).
+	Rate uint64
+
+	// PortMTU is the port's active IB MTU in bytes (256..4096): the
+	// largest RoCE payload per packet; a QP's path MTU is capped to it and
+	// UD messages may not exceed it. Default 4096.
+	PortMTU int
+
+	// Classification (mlnx_qos vocabulary).
+	Trust Trust
+	// DSCP2Prio maps DSCP to priority under trust dscp; nil means the
+	// default DSCP>>3 (26 -> 3, 48 -> 6).
+	DSCP2Prio *[64]uint8
+	// PFC lists, per priority, whether received PFC for it is honoured
+	// (mlnx_qos --pfc 0,0,0,1,0,0,0,0). nil honours every priority, which
+	// is what an 802.3x PAUSE asks anyway.
+	PFC *[8]bool
+	// Tagged sends the engine's frames with an 802.1Q tag whose PCP is the
+	// frame's priority (needed under trust pcp); VID is the tag's VLAN.
+	Tagged bool
+	VID    uint16
+
+	// RoCE traffic class: DSCP of data, ACK and NAK frames (default 26)
+	// and whether they are marked ECT(0) (default true; set NotECT to
+	// send Not-ECT).
+	RoCEDSCP uint8
+	NotECT   bool
+	// PKeys is the partition table; QPs name an index into it. nil means
+	// the single default partition 0xFFFF.
+	PKeys []uint16
+
+	// Congestion control. CC selects the reaction point algorithm of each
+	// QP: "dcqcn" (default) or "none" (CNPs counted as rp_cnp_ignored).
+	// DCQCN holds the knobs for both the RP and the NP; zero means
+	// cc.NVIDIAProfile(). NPDisabled turns off CNP generation.
+	CC         string
+	DCQCN      *cc.DCQCN
+	NPDisabled bool
+
+	// Transport.
+	Retransmit Retransmit
+	// AckReqEvery sets AckReq on every Nth packet of a long message as
+	// well as on its last one (rxe uses 64). Default 16.
+	AckReqEvery int
+	// MaxInflight bounds the PSNs a requester has outstanding (sent and
+	// not acknowledged). Default 4096.
+	MaxInflight int
+	// HostQueueFrames bounds each priority's queue of host and control
+	// frames; beyond it a host frame is dropped (tx_queue_dropped).
+	// Default 1024.
+	HostQueueFrames int
+}
+
+// DefaultConfig returns a configuration with every default filled in.
+func DefaultConfig(name string, mac wire.MAC, ip netip.Addr, rate uint64) *Config {
+	c := &Config{Name: name, MAC: mac, IP: ip, Rate: rate}
+	c.fill()
+	return c
+}
+
+func (c *Config) fill() {
+	if c.RoCEDSCP == 0 {
+		c.RoCEDSCP = 26
+	}
+	if c.PortMTU == 0 {
+		c.PortMTU = 4096
+	}
+	if c.PKeys == nil {
+		c.PKeys = []uint16{0xFFFF}
+	}
+	if c.CC == "" {
+		c.CC = "dcqcn"
+	}
+	if c.DCQCN == nil {
+		p := cc.NVIDIAProfile()
+		c.DCQCN = &p
+	}
+	if c.AckReqEvery == 0 {
+		c.AckReqEvery = 16
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = 4096
+	}
+	if c.HostQueueFrames == 0 {
+		c.HostQueueFrames = 1024
+	}
+}
+
+// Validate reports the first bad field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Rate == 0:
+		return fmt.Errorf("nic %q: rate must be > 0", c.Name)
+	case !c.IP.IsValid():
+		return fmt.Errorf("nic %q: ip is not set", c.Name)
+	case c.Trust > TrustPCP:
+		return fmt.Errorf("nic %q: trust must be pcp or dscp", c.Name)
+	case c.RoCEDSCP > 63:
+		return fmt.Errorf("nic %q: roce dscp %d out of 0..63", c.Name, c.RoCEDSCP)
+	case c.VID > 4095:
+		return fmt.Errorf("nic %q: vid %d out of 0..4095", c.Name, c.VID)
+	case c.PortMTU < 256 || c.PortMTU > 4096 || c.PortMTU&(c.PortMTU-1) != 0:
+		return fmt.Errorf("nic %q: port mtu %d: want 256, 512, 1024, 2048 or 4096", c.Name, c.PortMTU)
+	case len(c.PKeys) == 0:
+		return fmt.Errorf("nic %q: empty pkey table", c.Name)
+	case c.CC != "dcqcn" && c.CC != "none":
+		return fmt.Errorf("nic %q: cc %q: want dcqcn or none", c.Name, c.CC)
+	case c.AckReqEvery < 1:
+		return fmt.Errorf("nic %q: ack_req_every must be >= 1", c.Name)
+	case c.MaxInflight < 1 || c.MaxInflight >= 1<<23:
+		return fmt.Errorf("nic %q: max_inflight must be in 1..2^23-1 (the 24-bit PSN space allows fewer than 2^23 outstanding)", c.Name)
+	case c.HostQueueFrames < 1:
+		return fmt.Errorf("nic %q: host_queue_frames must be >= 1", c.Name)
+	case c.Retransmit > GoBack0:
+		return fmt.Errorf("nic %q: unknown retransmit mode %d", c.Name, c.Retransmit)
+	}
+	if c.DSCP2Prio != nil {
+		for d, p := range c.DSCP2Prio {
+			if p > 7 {
+				return fmt.Errorf("nic %q: dscp2prio %d -> %d: priority out of 0..7", c.Name, d, p)
+			}
+		}
+	}
+	if err := c.DCQCN.Validate(); err != nil {
+		return fmt.Errorf("nic %q: %w", c.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,195 @@
+package nic
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/emufabric/emufabric/clock"
+)
+
+// Counter names one NIC counter. The RDMA ones carry the names of mlx5's
+// hw_counters (/sys/class/infiniband/<dev>/ports/1/hw_counters, see
+// drivers/infiniband/hw/mlx5/counters.c) with the same meaning; the port
+// ones the names of mlx5's ethtool -S. Drops and NAKs that mlx5 does not
+// count separately carry a name of ours, in the same style, documented
+// here. Every drop and every NAK the NIC sends increments exactly one
+// counter, at the place that decides it (rxe style).
+type Counter uint8
+
+const (
+	// Congestion (mlx5 "cong" group).
+	NPCNPSent              Counter = iota // np_cnp_sent: CNPs the notification point sent
+	NPECNMarkedRoCEPackets                // np_ecn_marked_roce_packets: CE-marked RoCEv2 packets received
+	RPCNPHandled                          // rp_cnp_handled: CNPs handed to the reaction point
+	RPCNPIgnored                          // rp_cnp_ignored: CNPs received with congestion control off
+
+	// Retransmission group.
+	OutOfSequence       // out_of_sequence: responder saw a PSN gap (sent or suppressed a PSN-sequence NAK); packet dropped
+	PacketSeqErr        // packet_seq_err: requester received a PSN-sequence-error NAK
+	LocalAckTimeoutErr  // local_ack_timeout_err: requester's ACK timer expired, retry limit not exceeded
+	RNRNakRetryErr      // rnr_nak_retry_err: requester received an RNR NAK, retry limit not exceeded
+	DuplicateRequest    // duplicate_request: responder received a request with a PSN it already executed
+	ImpliedNakSeqErr    // implied_nak_seq_err: requester inferred lost READ/atomic responses (ACK or response beyond them)
+	OutOfBuffer         // out_of_buffer: no receive WQE for a SEND or WRITE-with-immediate (RNR NAK on RC, drop on UC/UD)
+	RxWriteRequests     // rx_write_requests
+	RxReadRequests      // rx_read_requests
+	RxAtomicRequests    // rx_atomic_requests
+	ReqRemoteAccessErr  // req_remote_access_errors: requester received a remote-access-error NAK
+	RespRemoteAccessErr // resp_remote_access_errors: responder NAKed a bad R_Key, access right or range
+	ReqRemoteInvalidReq // req_remote_invalid_request: requester received an invalid-request (or invalid-RD-request) NAK
+	ReqTransportRetries // req_transport_retries_exceeded: retry_cnt exhausted
+	ReqRNRRetries       // req_rnr_retries_exceeded: rnr_retry exhausted
+	RespLocalLengthErr  // resp_local_length_error: incoming SEND longer than the receive WQE (invalid-request NAK on RC)
+	ReqCQEError         // req_cqe_error: send completions with an error status
+	RespCQEError        // resp_cqe_error: receive completions with an error status
+	ReqCQEFlushError    // req_cqe_flush_error: send WQEs flushed by a QP error
+	RespCQEFlushError   // resp_cqe_flush_error: receive WQEs flushed by a QP error
+	RdmaTxPackets       // rdma_tx_packets: RoCEv2 frames the engine sent (CNPs included)
+	RdmaTxBytes         // rdma_tx_bytes
+	RdmaRxPackets       // rdma_rx_packets: RoCEv2 frames the engine accepted
+	RdmaRxBytes         // rdma_rx_bytes
+	RoCEAdpRetrans      // roce_adp_retrans: packets the requester sent again (go-back-N / go-back-0)
+
+	// Drops and NAKs mlx5 does not name separately (emufabric names).
+	ReqRemoteOpErr     // req_remote_operational_error: requester received a remote-operational-error NAK
+	RespInvalidRequest // resp_invalid_request: responder NAKed an invalid request (op sequence, opcode not allowed, length, too many READ/atomic)
+	RxICRCErr          // rx_icrc_errors: RoCEv2 frame with a bad ICRC, dropped
+	RxMalformed        // rx_malformed_roce: UDP 4791 frame to our address that does not decode, dropped
+	RxUnknownQP        // rx_unknown_qp: RoCEv2 frame for a QP number we do not have and no host to give it to
+	RxQPState          // rx_qp_state_drop: packet for a QP whose state does not accept it (RESET, INIT, ERR, wrong transport)
+	RxQKeyViolation    // rx_qkey_violation: UD packet with the wrong Q_Key, dropped (IBA 10.2.4)
+	RxPKeyViolation    // rx_pkey_violation: packet whose P_Key does not match the QP's, dropped
+	RxUCDropped        // rx_uc_dropped: UC packet discarded while resynchronising after a gap or invalid sequence
+	RxUDTooLong        // rx_ud_too_long: UD message longer than the receive WQE, dropped
+	ReqDupResponse     // req_dup_response: ACK or response for a PSN already completed, dropped
+	ReqBadResponse     // req_bad_response: response that matches no outstanding WQE or the wrong operation, dropped
+	RxMACControlBad    // rx_mac_control_errors: MAC Control frame that does not decode, dropped
+	RxNoHost           // rx_no_host: non-RDMA frame and no host attached, dropped
+	TxQueueDropped     // tx_queue_dropped: host frame dropped, its priority queue was full
+	CQOverflow         // cq_overflow: completion lost because its CQ was full (the CQ is in error)
+	numCounters
+)
+
+var counterNames = [numCounters]string{
+	"np_cnp_sent", "np_ecn_marked_roce_packets", "rp_cnp_handled", "rp_cnp_ignored",
+	"out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rnr_nak_retry_err",
+	"duplicate_request", "implied_nak_seq_err", "out_of_buffer", "rx_write_requests",
+	"rx_read_requests", "rx_atomic_requests", "req_remote_access_errors", "resp_remote_access_errors",
+	"req_remote_invalid_request", "req_transport_retries_exceeded", "req_rnr_retries_exceeded",
+	"resp_local_length_error", "req_cqe_error", "resp_cqe_error", "req_cqe_flush_error",
+	"resp_cqe_flush_error", "rdma_tx_packets", "rdma_tx_bytes", "rdma_rx_packets", "rdma_rx_bytes",
+	"roce_adp_retrans",
+	"req_remote_operational_error", "resp_invalid_request", "rx_icrc_errors", "rx_malformed_roce", "rx_unknown_qp", "rx_qp_state_drop",
+	"rx_qkey_violation", "rx_pkey_violation", "rx_uc_dropped", "rx_ud_too_long", "req_dup_response",
+	"req_bad_response", "rx_mac_control_errors", "rx_no_host", "tx_queue_dropped", "cq_overflow",
+}
+
+func (c Counter) String() string {
+	if c < numCounters {
+		return counterNames[c]
+	}
+	return fmt.Sprintf("counter(%d)", uint8(c))
+}
+
+// CounterByName returns the counter with the given name.
+func CounterByName(name string) (Counter, bool) {
+	for i, n := range counterNames {
+		if n == name {
+			return Counter(i), true
+		}
+	}
+	return 0, false
+}
+
+// PrioCounters are one priority's mlx5 ethtool counters.
+type PrioCounters struct {
+	RxBytes, RxPackets uint64 // rx_prioN_bytes, rx_prioN_packets
+	TxBytes, TxPackets uint64 // tx_prioN_bytes, tx_prioN_packets
+	RxPause            uint64 // rx_prioN_pause: PFC frames received asking this priority to stop
+	RxPauseTransition  uint64 // rx_prioN_pause_transition: paused -> resumed transitions
+	TxPause            uint64 // tx_prioN_pause: PFC frames sent with this priority's bit set
+
+	pausedUntil clock.Time // egress of this priority is paused until then
+	pauseStart  clock.Time // start of the current pause, when paused
+	pausedTotal clock.Time // completed pause time
+}
+
+// PortCounters are the port-level mlx5 ethtool counters.
+type PortCounters struct {
+	RxPacketsPhy, RxBytesPhy uint64 // rx_packets_phy, rx_bytes_phy
+	TxPacketsPhy, TxBytesPhy uint64 // tx_packets_phy, tx_bytes_phy
+	RxPauseCtrlPhy           uint64 // rx_pause_ctrl_phy: PAUSE/PFC frames received
+	TxPauseCtrlPhy           uint64 // tx_pause_ctrl_phy
+}
+
+// Count returns the value of one counter.
+func (n *NIC) Count(c Counter) uint64 { return n.cnt[c] }
+
+// EachCounter calls f for every RDMA counter in hw_counters order.
+func (n *NIC) EachCounter(f func(name string, v uint64)) {
+	for i := range numCounters {
+		f(counterNames[i], n.cnt[i])
+	}
+}
+
+// Prio returns a copy of priority p's counters.
+func (n *NIC) Prio(p int) PrioCounters { return n.prio[p&7] }
+
+// Port returns the port counters.
+func (n *NIC) Port() PortCounters { return n.port }
+
+// PauseDuration is how long priority p's egress has been paused so far
+// (rx_prioN_pause_duration, reported in microseconds by mlx5).
+func (n *NIC) PauseDuration(p int) clock.Time {
+	pc := &n.prio[p&7]
+	d := pc.pausedTotal
+	if now := n.clk.Now(); pc.pausedUntil > pc.pauseStart && pc.pauseStart <= now {
+		d += min(now, pc.pausedUntil) - pc.pauseStart
+	}
+	return d
+}
+
+// WriteEthtool writes the Ethernet-side counters as `ethtool -S` prints
+// them: "NIC statistics:" then one "     name: value" per line.
+func (n *NIC) WriteEthtool(w io.Writer) error {
+	if _, err := fmt.Fprintln(w, "NIC statistics:"); err != nil {
+		return err
+	}
+	p := &n.port
+	for _, kv := range []struct {
+		k string
+		v uint64
+	}{
+		{"rx_packets_phy", p.RxPacketsPhy}, {"tx_packets_phy", p.TxPacketsPhy},
+		{"rx_bytes_phy", p.RxBytesPhy}, {"tx_bytes_phy", p.TxBytesPhy},
+		{"rx_pause_ctrl_phy", p.RxPauseCtrlPhy}, {"tx_pause_ctrl_phy", p.TxPauseCtrlPhy},
+	} {
+		if _, err := fmt.Fprintf(w, "     %s: %d\n", kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	for i := range 8 {
+		c := &n.prio[i]
+		_, err := fmt.Fprintf(w, "     rx_prio%[1]d_bytes: %[2]d\n     rx_prio%[1]d_packets: %[3]d\n"+
+			"     tx_prio%[1]d_bytes: %[4]d\n     tx_prio%[1]d_packets: %[5]d\n"+
+			"     rx_prio%[1]d_pause: %[6]d\n     rx_prio%[1]d_pause_duration: %[7]d\n"+
+			"     rx_prio%[1]d_pause_transition: %[8]d\n     tx_prio%[1]d_pause: %[9]d\n",
+			i, c.RxBytes, c.RxPackets, c.TxBytes, c.TxPackets, c.RxPause,
+			int64(n.PauseDuration(i)/clock.Microsecond), c.RxPauseTransition, c.TxPause)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteHWCounters writes the RDMA counters one "name value" per line, in
+// the order `rdma statistic show` lists them.
+func (n *NIC) WriteHWCounters(w io.Writer) error {
+	for i := range numCounters {
+		if _, err := fmt.Fprintf(w, "%s %d\n", counterNames[i], n.cnt[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

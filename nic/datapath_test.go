@@ -1,0 +1,242 @@
+package nic
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/emufabric/emufabric/bth"
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// A lone atomic whose ACK is lost: nothing implies the loss, so the local
+// ACK timer resends it and the responder replays the saved value.
+func TestAtomicReplayAfterTimeout(t *testing.T) {
+	p := newPair(t, pairOpts{seed: 16})
+	a, b := setupRC(t, p, qpOpts{retry: 7, timeout: 4})
+	binary.LittleEndian.PutUint64(b.buf, 10)
+	dropped := false
+	p.ba.drop = func(f *frame.Frame) bool {
+		if !dropped && opcodeOf(f) == bth.RCAtomicAcknowledge {
+			dropped = true
+			return true
+		}
+		return false
+	}
+	wr := &SendWR{WRID: 1, Opcode: IBV_WR_ATOMIC_FETCH_AND_ADD, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 8, LKey: a.mr.LKey()}}}
+	wr.Atomic.RemoteAddr, wr.Atomic.RKey, wr.Atomic.CompareAdd = b.mr.Addr(), b.mr.RKey(), 1
+	if err := a.qp.PostSend(wr); err != nil {
+		t.Fatal(err)
+	}
+	w := runUntilWC(t, p, a.scq, 1, clock.Second)
+	if len(w) != 1 || w[0].Status != IBV_WC_SUCCESS || binary.LittleEndian.Uint64(a.buf) != 10 || binary.LittleEndian.Uint64(b.buf) != 11 {
+		t.Fatalf("%+v local %d remote %d", w, binary.LittleEndian.Uint64(a.buf), binary.LittleEndian.Uint64(b.buf))
+	}
+	if p.a.Count(LocalAckTimeoutErr) != 1 || p.b.Count(DuplicateRequest) != 1 {
+		t.Errorf("%s / %s", counters(p.a), counters(p.b))
+	}
+}
+
+func ipv4Frame(dscp uint8, tagged bool, pcp uint8) []byte {
+	b := make([]byte, 64)
+	l3 := wire.EncodeEthernet(b, &wire.EthernetFields{Dst: wire.MAC{2}, Src: wire.MAC{4}, Tagged: tagged, PCP: pcp, EtherType: wire.EtherTypeIPv4})
+	wire.IPv4(b[l3:]).Encode(&wire.IPv4Fields{DSCP: dscp, TotalLength: 28, TTL: 64, Protocol: 1, Src: [4]byte{10, 0, 0, 9}, Dst: [4]byte{10, 0, 0, 2}})
+	return b
+}
+
+// Classification in mlnx_qos terms.
+func TestClassify(t *testing.T) {
+	custom := defaultDSCP2Prio()
+	custom[10] = 5
+	cases := []struct {
+		name  string
+		trust Trust
+		m     *[64]uint8
+		frame []byte
+		want  uint8
+	}{
+		{"dscp 26", TrustDSCP, nil, ipv4Frame(26, false, 0), 3},
+		{"dscp 48 (CNP)", TrustDSCP, nil, ipv4Frame(48, false, 0), 6},
+		{"dscp 0", TrustDSCP, nil, ipv4Frame(0, false, 0), 0},
+		{"dscp tagged ignores pcp", TrustDSCP, nil, ipv4Frame(26, true, 7), 3},
+		{"dscp2prio set 10,5", TrustDSCP, &custom, ipv4Frame(10, false, 0), 5},
+		{"dscp non-IP", TrustDSCP, nil, make([]byte, 60), 0},
+		{"pcp tagged", TrustPCP, nil, ipv4Frame(26, true, 5), 5},
+		{"pcp untagged", TrustPCP, nil, ipv4Frame(26, false, 0), 0},
+		{"runt", TrustDSCP, nil, []byte{1, 2, 3}, 0},
+	}
+	for _, c := range cases {
+		n, err := New(&Config{IP: netip.MustParseAddr("10.0.0.1"), Rate: 1e9, Trust: c.trust, DSCP2Prio: c.m}, &loop{}, frame.NewPool())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := n.classify(c.frame); got != c.want {
+			t.Errorf("%s: priority %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// Host frames share the port: they are classified, counted per priority
+// and delivered up at the peer; a RoCEv2 frame from the host stack gets
+// ECT(0).
+func TestHostPath(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	var got [][]byte
+	p.b.SetHostDeliver(func(f *frame.Frame) { got = append(got, bytes.Clone(f.Data)); f.Put() })
+	f := p.pool.Get(64)
+	copy(f.Data, ipv4Frame(46, false, 0))
+	p.a.SendHost(f)
+	// A RoCEv2 frame for a QP the engine does not have (the kernel's).
+	var rf bth.RoCEFields
+	rf.Ethernet = wire.EthernetFields{Dst: p.b.cfg.MAC, Src: p.a.cfg.MAC}
+	rf.Src, rf.Dst, rf.DSCP = p.a.ip, p.b.ip, 26
+	rf.BTH = bth.BTHFields{OpCode: bth.UDSendOnly, PKey: 0xFFFF, DestQP: 0x777}
+	rf.Ext.DETH = bth.DETHFields{QKey: 1, SrcQP: 5}
+	rf.Payload = []byte("kernel rxe")
+	g := p.pool.Get(rf.FrameLen())
+	if _, err := bth.EncodeRoCE(g.Data, &rf); err != nil {
+		t.Fatal(err)
+	}
+	p.a.SendHost(g)
+	p.l.run(clock.Millisecond, 1<<10, nil)
+	if len(got) != 2 {
+		t.Fatalf("host got %d frames", len(got))
+	}
+	if p.a.Prio(5).TxPackets != 1 || p.a.Prio(3).TxPackets != 1 || p.b.Prio(5).RxPackets != 1 {
+		t.Errorf("per-priority counters: a tx5 %d tx3 %d, b rx5 %d", p.a.Prio(5).TxPackets, p.a.Prio(3).TxPackets, p.b.Prio(5).RxPackets)
+	}
+	var pkt bth.Packet
+	if err := pkt.Decode(got[1], bth.VerifyICRC); err != nil || pkt.IPv4.ECN() != wire.ECNECT0 {
+		t.Errorf("host RoCE frame: %v, ECN %d", err, pkt.IPv4.ECN())
+	}
+	if p.pool.Outstanding != 0 {
+		t.Errorf("%d frames outstanding", p.pool.Outstanding)
+	}
+}
+
+func pfcFrame(pool *frame.Pool, enable uint8, prio int, quanta uint16) *frame.Frame {
+	f := pool.Get(wire.MACControlFrameSize)
+	var times [8]uint16
+	times[prio] = quanta
+	wire.EncodePFC(f.Data, wire.MAC{0x02, 0, 0, 0, 0, 9}, enable, &times)
+	return f
+}
+
+// Received PFC stops the paused priority's new frames for the quanta at
+// link speed; XON resumes; counters and pause duration follow mlx5.
+func TestPFCHonour(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	a, b := setupRC(t, p, qpOpts{bufSize: 4 << 20, retry: 7, timeout: 14})
+	var dataAt []clock.Time
+	p.ab.tap = func(f *frame.Frame) {
+		if f.Priority == 3 && len(f.Data) > 1000 {
+			dataAt = append(dataAt, p.l.now)
+		}
+	}
+	if err := a.qp.PostSend(writeWR(a, b, 1, 4<<20)); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(10*clock.Microsecond, 1<<20, nil)
+	pauseAt := p.l.now
+	p.a.Receive(pfcFrame(p.pool, 1<<3, 3, 0xFFFF)) // 335.5 µs at 100 Gb/s
+	quanta := wire.QuantaToTime(0xFFFF, 100e9)
+	n0 := len(dataAt)
+	p.l.run(pauseAt+100*clock.Microsecond, 1<<20, nil)
+	if !p.a.Paused(3) || p.a.Paused(4) {
+		t.Fatal("priority 3 should be paused, 4 not")
+	}
+	// At most the frame on the wire at the pause finishes.
+	if len(dataAt) > n0+1 {
+		t.Errorf("%d data frames started during the pause", len(dataAt)-n0)
+	}
+	xonAt := p.l.now
+	p.a.Receive(pfcFrame(p.pool, 1<<3, 3, 0))
+	p.l.run(xonAt+20*clock.Microsecond, 1<<20, nil)
+	if len(dataAt) < n0+10 {
+		t.Errorf("no resume after XON: %d frames", len(dataAt)-n0)
+	}
+	pc := p.a.Prio(3)
+	if pc.RxPause != 1 || pc.RxPauseTransition != 1 {
+		t.Errorf("rx_prio3_pause %d transition %d", pc.RxPause, pc.RxPauseTransition)
+	}
+	if d := p.a.PauseDuration(3); d != xonAt-pauseAt {
+		t.Errorf("pause duration %v, want %v", d, xonAt-pauseAt)
+	}
+	// A pause that expires on its own.
+	at := p.l.now
+	p.a.Receive(pfcFrame(p.pool, 1<<3, 3, 0xFFFF))
+	p.l.run(at+quanta+50*clock.Microsecond, 1<<20, nil)
+	if p.a.Paused(3) {
+		t.Error("still paused after the quanta ran out")
+	}
+	if d := p.a.PauseDuration(3); d != xonAt-pauseAt+quanta {
+		t.Errorf("pause duration %v, want %v", d, xonAt-pauseAt+quanta)
+	}
+	// PFC disabled for priority 3 (mlnx_qos --pfc 0,0,0,0,...): ignored.
+	noPFC := [8]bool{}
+	q := newPair(t, pairOpts{cfgA: func(c *Config) { c.PFC = &noPFC }})
+	q.a.Receive(pfcFrame(q.pool, 1<<3, 3, 0xFFFF))
+	if q.a.Paused(3) {
+		t.Error("paused although PFC is off for priority 3")
+	}
+	var sb strings.Builder
+	if err := p.a.WriteEthtool(&sb); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, line := range []string{"NIC statistics:\n", "     rx_prio3_pause: 2\n", "     rx_pause_ctrl_phy: 3\n", "     tx_prio3_packets: "} {
+		if !strings.Contains(out, line) {
+			t.Errorf("ethtool output lacks %q:\n%s", line, out)
+		}
+	}
+}
+
+// SendPFC emits a real PFC frame, ahead of data, counted tx_prioN_pause.
+func TestSendPFC(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	var mc wire.MACControl
+	seen := 0
+	p.ab.tap = func(f *frame.Frame) {
+		if wire.DecodeMACControl(f.Data, &mc) == nil && mc.Paused(3) {
+			seen++
+		}
+	}
+	var times [8]uint16
+	times[3] = 0xFFFF
+	p.a.SendPFC(1<<3, &times)
+	p.l.run(clock.Microsecond*10, 100, nil)
+	if seen != 1 || p.a.Prio(3).TxPause != 1 || !p.b.Paused(3) {
+		t.Errorf("seen %d, tx_prio3_pause %d, peer paused %v", seen, p.a.Prio(3).TxPause, p.b.Paused(3))
+	}
+}
+
+func TestCounterNames(t *testing.T) {
+	seen := map[string]bool{}
+	for i := range numCounters {
+		n := Counter(i).String()
+		if n == "" || seen[n] {
+			t.Errorf("counter %d: name %q empty or duplicate", i, n)
+		}
+		seen[n] = true
+		if c, ok := CounterByName(n); !ok || c != Counter(i) {
+			t.Errorf("CounterByName(%q) = %d, %v", n, c, ok)
+		}
+	}
+	for _, n := range []string{"np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored", "np_ecn_marked_roce_packets",
+		"out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rnr_nak_retry_err", "duplicate_request",
+		"implied_nak_seq_err", "req_remote_access_errors", "resp_remote_access_errors", "req_transport_retries_exceeded"} {
+		if !seen[n] {
+			t.Errorf("missing mlx5 counter %s", n)
+		}
+	}
+	var sb strings.Builder
+	p := newPair(t, pairOpts{})
+	if err := p.a.WriteHWCounters(&sb); err != nil || !strings.HasPrefix(sb.String(), "np_cnp_sent 0\n") {
+		t.Errorf("hw_counters output %q, %v", sb.String()[:min(40, sb.Len())], err)
+	}
+}

@@ -1,0 +1,110 @@
+package nic
+
+import (
+	"testing"
+
+	"github.com/emufabric/emufabric/clock"
+)
+
+// Connect + Stream, the way a driver (the simulator's traffic section)
+// uses the NIC: throughput near the line rate for WRITE, READ and SEND
+// streams, FCTs per message, and UD datagrams.
+func TestStream(t *testing.T) {
+	cases := []struct {
+		op   WROpcode
+		typ  QPType
+		size int
+	}{
+		{IBV_WR_RDMA_WRITE, IBV_QPT_RC, 64 << 10},
+		{IBV_WR_RDMA_READ, IBV_QPT_RC, 64 << 10},
+		{IBV_WR_SEND, IBV_QPT_RC, 64 << 10},
+		{IBV_WR_RDMA_WRITE_WITH_IMM, IBV_QPT_UC, 64 << 10},
+		{IBV_WR_SEND, IBV_QPT_UD, 4096},
+	}
+	for _, c := range cases {
+		t.Run(c.typ.String()+"/"+c.op.String(), func(t *testing.T) {
+			p := newPair(t, pairOpts{})
+			a, b, err := Connect(p.a, p.b, ConnectOpts{Type: c.typ, BufSize: c.size + 40})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := NewStream(a, b, StreamConfig{Op: c.op, Size: c.size, Count: 200, Depth: 8, Start: 10 * clock.Microsecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.l.run(clock.Second, 1<<24, func() bool { return st.Stats().Done })
+			s := st.Stats()
+			if !s.Done || s.Completed != 200 || s.Failed != 0 || len(s.FCT) != 200 || s.FirstPost != 10*clock.Microsecond {
+				t.Fatalf("%+v", s)
+			}
+			gbps := s.Throughput() / 1e9
+			if gbps < 85 || gbps > 100 {
+				t.Errorf("throughput %.2f Gb/s", gbps)
+			}
+			if c.typ != IBV_QPT_RC {
+				// Nothing acknowledges UC/UD; the receiver must have got them.
+				if got := b.QP.Stats.RxPackets; got == 0 {
+					t.Error("receiver saw nothing")
+				}
+			}
+			t.Logf("%.2f Gb/s, FCT first %v last %v", gbps, s.FCT[0], s.FCT[len(s.FCT)-1])
+		})
+	}
+}
+
+func TestLinkDown(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	a, b, err := Connect(p.a, p.b, ConnectOpts{Timeout: 4, RetryCnt: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStream(a, b, StreamConfig{Op: IBV_WR_RDMA_WRITE, Size: 4096, Count: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(20*clock.Microsecond, 1<<20, nil)
+	p.a.SetLinkUp(false)
+	sent := p.a.port.TxPacketsPhy
+	p.l.run(p.l.now+30*clock.Microsecond, 1<<20, nil)
+	if p.a.port.TxPacketsPhy != sent {
+		t.Error("sent while the link was down")
+	}
+	p.a.SetLinkUp(true)
+	p.l.run(clock.Second, 1<<24, func() bool { return st.Stats().Done })
+	if s := st.Stats(); s.Completed != 1000 {
+		t.Errorf("%d completed after the link came back (%v)", s.Completed, s.FirstError)
+	}
+}
+
+// Two QPs on one priority share the port round robin; a QP on a higher
+// priority goes first (strict priority between the eight queues).
+func TestSchedulerSharing(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	mk := func(tc uint8) *Stream {
+		a, b, err := Connect(p.a, p.b, ConnectOpts{TrafficClass: tc, BufSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := NewStream(a, b, StreamConfig{Op: IBV_WR_RDMA_WRITE, Size: 64 << 10, Stop: 2 * clock.Millisecond, Depth: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s1, s2 := mk(26<<2), mk(26<<2)
+	p.l.run(clock.Millisecond, 1<<24, nil)
+	r1, r2 := float64(s1.Stats().Bytes), float64(s2.Stats().Bytes)
+	if r1 == 0 || r2 == 0 || r1/r2 < 0.95 || r1/r2 > 1.05 {
+		t.Errorf("same priority: %v vs %v bytes", r1, r2)
+	}
+	hi := mk(40 << 2) // DSCP 40 -> priority 5
+	if hi.src.QP.Priority() != 5 {
+		t.Fatalf("priority %d", hi.src.QP.Priority())
+	}
+	b1, b2 := s1.Stats().Bytes, s2.Stats().Bytes
+	p.l.run(1800*clock.Microsecond, 1<<24, nil)
+	low := s1.Stats().Bytes - b1 + s2.Stats().Bytes - b2
+	if hi.Stats().Bytes == 0 || low > hi.Stats().Bytes/10 {
+		t.Errorf("strict priority: high %d bytes, low %d bytes", hi.Stats().Bytes, low)
+	}
+}
