@@ -32,8 +32,8 @@ import (
 // Implementation: the 64-bit prefix of ones is not fed through the CRC; the
 // register starts at 0xDEBB20E3, its state after 0xFFFFFFFF and eight 0xFF
 // bytes (Linux rxe_icrc.c does the same). The masked headers are copied into
-// a small stack array, masked there and run through a byte-at-a-time loop
-// over crc32.IEEETable. The payload, which is nearly all of the cost, goes
+// a small stack array, masked there and run through a slicing-by-8 loop
+// over tables derived from crc32.IEEETable. The payload, which is nearly all of the cost, goes
 // through crc32.Update in place (carry-less multiply on amd64, the CRC32
 // instructions on arm64, slicing-by-8 elsewhere). The header loop is not
 // crc32.Update because crc32.Update reaches its implementation through a
@@ -56,12 +56,34 @@ const (
 	maxMaskedHdr = 60 + udpSize + BTHSize // IPv4 with options + UDP + BTH
 )
 
+// icrcSlicing8 holds the slicing-by-8 tables of the reflected IEEE CRC-32
+// (table 0 is crc32.IEEETable). The masked headers are 48 to 68 bytes; eight
+// bytes per step instead of one takes their cost from about a quarter of a
+// 4 KiB ICRC to a few percent.
+var icrcSlicing8 = func() (t [8][256]uint32) {
+	t[0] = *crc32.IEEETable
+	for i := 0; i < 256; i++ {
+		c := t[0][i]
+		for k := 1; k < 8; k++ {
+			c = t[0][c&0xFF] ^ c>>8
+			t[k][i] = c
+		}
+	}
+	return t
+}()
+
 // icrcRegister feeds p through the raw (non-inverted) CRC-32 register.
 // Only for the short masked headers; see the package comment above.
 func icrcRegister(reg uint32, p []byte) uint32 {
-	tab := crc32.IEEETable
+	t := &icrcSlicing8
+	for len(p) >= 8 {
+		reg ^= binary.LittleEndian.Uint32(p)
+		reg = t[0][p[7]] ^ t[1][p[6]] ^ t[2][p[5]] ^ t[3][p[4]] ^
+			t[4][reg>>24] ^ t[5][reg>>16&0xFF] ^ t[6][reg>>8&0xFF] ^ t[7][reg&0xFF]
+		p = p[8:]
+	}
 	for _, c := range p {
-		reg = tab[byte(reg)^c] ^ reg>>8
+		reg = t[0][byte(reg)^c] ^ reg>>8
 	}
 	return reg
 }
