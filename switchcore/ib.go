@@ -121,6 +121,9 @@ func (s *Switch) receiveIB(p *port, f *frame.Frame) {
 	if d := int(lrh.DLID()); d < len(s.cfg.IB.LFT) {
 		outPort = s.cfg.IB.LFT[d]
 	}
+	if inVL == 15 && s.smaReceive(p, f) {
+		return // an SMP for this switch's SMA (sma.go)
+	}
 	if inVL == 15 {
 		// Subnet management: no credits, no buffer accounting.
 		if outPort < 0 || outPort == p.idx {
@@ -159,6 +162,10 @@ func (s *Switch) receiveIB(p *port, f *frame.Frame) {
 	}
 	if outPort < 0 || outPort == p.idx {
 		s.dropAfterAdmit(p, f, DropNoRoute)
+		return
+	}
+	if !s.smaForwardOK(p.idx, outPort) {
+		s.dropAfterAdmit(p, f, DropLinkDown) // IB port not Active (sma.go)
 		return
 	}
 	outVL := s.cfg.IB.SL2VL[lrh.SL()]

@@ -27,6 +27,8 @@ type Switch struct {
 	pfcQuanta uint16
 
 	wdTimer clock.Timer
+
+	sma *smaState // subnet management agent (IB, sma.go); nil: none
 }
 
 // port is one port's whole state: ingress PGs, egress queues, the

@@ -1,0 +1,92 @@
+package sm
+
+import (
+	"fmt"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/mad"
+)
+
+// reqKind says what a response means to the sweep.
+type reqKind uint8
+
+const (
+	kNodeInfo        reqKind = iota + 1 // discovery: who is at the end of path
+	kNodeDesc                           // discovery: the node's description
+	kPortInfo                           // discovery: one port's state
+	kSwitchInfo                         // discovery: LFT capacity, PortStateChange
+	kSetPortInfo                        // LID / state programming
+	kSetSwitchInfo                      // LinearFDBTop, clear PortStateChange
+	kSetLFT                             // one LFT block
+	kLightSwitchInfo                    // light sweep poll
+)
+
+// req is one SMP the SM sends, along a directed-route path from the SM
+// node (path[0] = the SM node's exit port).
+type req struct {
+	kind   reqKind
+	method uint8
+	attr   uint16
+	am     uint32
+	data   [mad.DataSize]byte
+	path   []uint8
+
+	node *Node // the node the SMP addresses (nil for kNodeInfo)
+	port int   // PortInfo port
+	// kNodeInfo: the node and port the path leaves last (nil at the SM node).
+	from     *Node
+	fromPort int
+
+	tid      uint64
+	deadline clock.Time
+	tries    int
+}
+
+func (m *SM) push(r *req) { m.queue = append(m.queue, r) }
+
+// done dispatches a successful response.
+func (m *SM) done(now clock.Time, r *req, smp mad.SMP) {
+	data := smp.Data()
+	switch r.kind {
+	case kNodeInfo:
+		m.gotNodeInfo(r, mad.NodeInfo(data))
+	case kNodeDesc:
+		r.node.Desc = mad.NodeDescription(data).String()
+	case kPortInfo:
+		m.gotPortInfo(r, mad.PortInfo(data))
+	case kSwitchInfo:
+		si := mad.SwitchInfo(data)
+		r.node.LFTCap = si.LinearFDBCap()
+		r.node.psc = si.PortStateChange()
+	case kSetPortInfo:
+		if p := r.node.port(r.port); p != nil {
+			p.Info = mad.PortInfo(data).Fields()
+		}
+	case kSetSwitchInfo:
+		r.node.psc = mad.SwitchInfo(data).PortStateChange()
+	case kSetLFT:
+		prog := m.programmed[r.node.GUID]
+		base := int(r.am) * mad.LFTBlockSize
+		for len(prog) < base+mad.LFTBlockSize {
+			prog = append(prog, mad.LFTNoPort)
+		}
+		copy(prog[base:], data)
+		m.programmed[r.node.GUID] = prog
+	case kLightSwitchInfo:
+		if mad.SwitchInfo(data).PortStateChange() {
+			m.changed = true
+		}
+	}
+}
+
+// failed handles an SMP that got an error status or no answer.
+func (m *SM) failed(now clock.Time, r *req) {
+	switch r.kind {
+	case kLightSwitchInfo:
+		m.changed = true // a switch vanished
+	case kSetLFT:
+		delete(m.programmed, r.node.GUID) // unknown now: reprogram it all next time
+	}
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
