@@ -22,7 +22,7 @@ const (
 	DefaultSeed           = 1
 )
 
-var topKeys = []string{"name", "fabric", "topology", "qos", "ib", "traffic", "sim"}
+var topKeys = []string{"name", "fabric", "topology", "qos", "ib", "dcqcn", "traffic", "sim"}
 
 // decode builds the Spec from viper's settings. Problems are collected in
 // d.errs; the Spec is only valid when there are none.
@@ -79,6 +79,9 @@ func (d *decoder) decode(settings map[string]any) *Spec {
 		}
 	}
 
+	if v, p, ok := top.get("dcqcn"); ok {
+		s.DCQCN = d.dcqcn(p, v)
+	}
 	if v, p, ok := top.get("traffic"); ok {
 		d.traffic(s, p, v)
 	}
@@ -201,7 +204,7 @@ var (
 	commonNodeKeys = []string{"kind", "ports", "mac", "ipv4", "lid", "ib"}
 	switchNodeKeys = []string{"cut_through", "header_bytes", "trust", "ecmp_seed", "routes", "qos",
 		"ecn_mark", "pfc_quanta", "pfc_refresh", "mac_learning"}
-	nicNodeKeys = []string{"trust", "vid", "ignore_pfc", "pfc_storm"}
+	nicNodeKeys = []string{"trust", "vid", "ignore_pfc", "pfc_storm", "dcqcn"}
 )
 
 // node decodes one topology.nodes entry. It returns the declared port names
@@ -345,6 +348,9 @@ func (d *decoder) switchSettings(n *Node, m *mapping, src *nodeQoSSrc) {
 }
 
 func (d *decoder) nicSettings(n *Node, m *mapping) {
+	if v, p, ok := m.get("dcqcn"); ok {
+		n.DCQCN = d.dcqcn(p, v)
+	}
 	if v, p, ok := m.get("trust"); ok {
 		if t, ok := d.enum(p, v, string(TrustDSCP), string(TrustPCP)); ok {
 			n.Trust = Trust(t)

@@ -21,13 +21,16 @@ func TestExamplesLoad(t *testing.T) {
 		duration       clock.Time
 	}
 	want := map[string]shape{
-		"incast.yaml":        {FabricRoCE, 1, 9, 9, 8, 1500 * clock.Microsecond},
-		"parking-lot.yaml":   {FabricRoCE, 2, 4, 5, 3, 3 * clock.Millisecond},
-		"pfc-storm.yaml":     {FabricRoCE, 1, 3, 3, 4, 12 * clock.Millisecond},
-		"victim-flow.yaml":   {FabricRoCE, 2, 5, 6, 3, 2 * clock.Millisecond},
-		"deadlock-ring.yaml": {FabricRoCE, 3, 3, 6, 3, 4 * clock.Millisecond},
-		"ib-incast.yaml":     {FabricIB, 1, 9, 9, 8, 2 * clock.Millisecond},
-		"leaf-spine.yaml":    {FabricRoCE, 6, 16, 24, 16, clock.Millisecond},
+		"incast.yaml":            {FabricRoCE, 1, 9, 9, 8, 1500 * clock.Microsecond},
+		"parking-lot.yaml":       {FabricRoCE, 2, 4, 5, 3, 3 * clock.Millisecond},
+		"pfc-storm.yaml":         {FabricRoCE, 1, 3, 3, 4, 12 * clock.Millisecond},
+		"victim-flow.yaml":       {FabricRoCE, 2, 5, 6, 3, 2 * clock.Millisecond},
+		"deadlock-ring.yaml":     {FabricRoCE, 3, 3, 6, 3, 4 * clock.Millisecond},
+		"ib-incast.yaml":         {FabricIB, 1, 9, 9, 8, 2 * clock.Millisecond},
+		"leaf-spine.yaml":        {FabricRoCE, 6, 16, 24, 16, clock.Millisecond},
+		"dcqcn-parking-lot.yaml": {FabricRoCE, 2, 4, 5, 3, 100 * clock.Millisecond},
+		"dcqcn-incast.yaml":      {FabricRoCE, 1, 9, 9, 8, 60 * clock.Millisecond},
+		"two-hosts.yaml":         {FabricRoCE, 1, 2, 2, 1, 200 * clock.Microsecond},
 	}
 	for _, f := range files {
 		name := filepath.Base(f)
@@ -101,6 +104,31 @@ func TestExampleDetails(t *testing.T) {
 	}
 	if f := s.Traffic[0]; f.Pattern != PatternRandom || len(f.Dst) != 15 || f.Arrival != ArrivalPoisson || f.Load != 0.5 || f.Size.Dist != DistCDF {
 		t.Errorf("flow %+v", f)
+	}
+
+	// The DCQCN examples: real NICs with the paper's profile, the paper's
+	// marking curve scaled to 100G, RDMA WRITE streams until the end.
+	for _, name := range []string{"dcqcn-parking-lot.yaml", "dcqcn-incast.yaml"} {
+		s, err = Load("../examples/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.DCQCN == nil || s.DCQCN.RPAIRate != 40 || s.DCQCN.NPMinTimeBetweenCNPs != 50 {
+			t.Errorf("%s: dcqcn %+v", name, s.DCQCN)
+		}
+		if w := s.Switches()[0].QoS.WREDProfiles["AZURE_LOSSLESS"]; w == nil || w.Green.MinThreshold != 12500 || w.Green.MaxThreshold != 500000 || w.Green.DropProbability != 1 {
+			t.Errorf("%s: WRED %+v", name, w)
+		}
+		for _, n := range s.NICs() {
+			if !n.RDMA {
+				t.Errorf("%s: %s is not an RDMA NIC", name, n.Name)
+			}
+		}
+		for _, f := range s.Traffic {
+			if f.Op != OpWrite || f.Depth != 4 || f.QPs != 1 || f.CC != CCDCQCN || f.Stop != 0 || f.PMTU != 4096 {
+				t.Errorf("%s: flow %+v", name, f)
+			}
+		}
 	}
 
 	s, err = Load("../examples/pfc-storm.yaml")

@@ -116,7 +116,7 @@ func TestParseErrors(t *testing.T) {
 		{"typo in key", replace(`delay: 1us`, `delya: 1us`),
 			`t.yaml:3: topology.defaults.delya: unknown key "delya" (did you mean "delay"?)`},
 		{"unknown top key", replace(`sim: {duration: 1ms}`, `simulation: {duration: 1ms}`),
-			`t.yaml:21: simulation: unknown key "simulation" (known keys: name, fabric, topology, qos, ib, traffic, sim)`},
+			`t.yaml:21: simulation: unknown key "simulation" (known keys: name, fabric, topology, qos, ib, dcqcn, traffic, sim)`},
 		{"typo in table", replace(`  BUFFER_PG:`, `  BUFFER_PGS:`),
 			`t.yaml:17: qos.BUFFER_PGS: unknown key "BUFFER_PGS" (did you mean "BUFFER_PG"?)`},
 		{"xoff below MTU", replace(`xoff: 40KiB`, `xoff: 2048`),

@@ -12,7 +12,10 @@
 // default" (switchcore.DefaultConfig), which is where those defaults live.
 package lab
 
-import "github.com/emufabric/emufabric/clock"
+import (
+	"github.com/emufabric/emufabric/cc"
+	"github.com/emufabric/emufabric/clock"
+)
 
 // Spec is one parsed and validated lab file.
 type Spec struct {
@@ -37,6 +40,10 @@ type Spec struct {
 	QoS *QoS
 	// IB is the top-level ib section with defaults applied (fabric ib only).
 	IB *IBConfig
+	// DCQCN is the top-level dcqcn section: the knobs of every NIC that
+	// carries RDMA flows and has no dcqcn of its own (nil: the NIC's
+	// default, cc.NVIDIAProfile). See DCQCNOf.
+	DCQCN *cc.DCQCN
 
 	// Traffic is the flat list of flows: patterns (incast, pairs,
 	// all_to_all) are already expanded into one Flow per (src, dst).
@@ -133,6 +140,15 @@ type Node struct {
 	IgnorePFC bool
 	// Storm, if set, makes the NIC send XOFF regardless of its buffer.
 	Storm *PFCStorm
+	// RDMA is set (by validation) when the NIC is the source or
+	// destination of an RDMA flow (op): the simulator then runs a real NIC
+	// (verbs, RC transport, DCQCN) instead of a synthetic endpoint.
+	RDMA bool
+	// CC is the congestion control of the NIC's QPs as its flows' cc
+	// settle it: dcqcn, none, or "" for the NIC's default (dcqcn).
+	CC string
+	// DCQCN is the node's own dcqcn section (nil: Spec.DCQCN).
+	DCQCN *cc.DCQCN
 
 	// Line is where the node is defined, for messages of later stages.
 	Line int
@@ -522,6 +538,16 @@ type Flow struct {
 	// UDP source port for ECMP; 0 means derived from the QPNs as Linux
 	// does (wire.RoCESourcePort).
 	SrcPort uint16
+
+	// RDMA flows (rdma.go). Op is the verb, OpNone for a raw flow. QPs
+	// connections each post Count messages of Size (or until Stop; with
+	// neither, until the end of the run), Depth in flight (default 1 QP,
+	// depth 16). CC is the data sender's congestion
+	// control as written ("" when not).
+	Op    RDMAOp
+	QPs   int
+	Depth int
+	CC    string
 
 	Line int
 	path string // field path of the traffic entry, for messages

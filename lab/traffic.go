@@ -6,7 +6,7 @@ import (
 )
 
 var trafficKeys = []string{"name", "src", "dst", "pattern", "kind", "rate", "size", "count", "start", "stop",
-	"arrival", "load", "on", "off", "priority", "dscp", "ecn", "sl", "pmtu", "sport"}
+	"arrival", "load", "on", "off", "priority", "dscp", "ecn", "sl", "pmtu", "sport", "op", "qps", "depth", "cc"}
 
 // maxFlows bounds the expansion of one lab's traffic (all_to_all grows as
 // the square of the host count).
@@ -39,6 +39,7 @@ func (d *decoder) traffic(s *Spec, path string, v any) {
 			base.ECN = false
 		}
 		d.flowSettings(s, m, base)
+		d.rdmaSettings(s, m, base)
 		srcs := d.nodeList(s, m, "src")
 		dsts := d.nodeList(s, m, "dst")
 		pattern := Pattern("")

@@ -93,6 +93,7 @@ func (d *decoder) validate(s *Spec) {
 	for _, f := range s.Traffic {
 		d.validateFlow(s, f)
 	}
+	d.validateRDMA(s)
 }
 
 // validateQoS checks a switch's effective QoS: every reference resolves,

@@ -23,6 +23,8 @@ const maxChartLines = 10
 // run into dir (created if needed) and returns the paths written.
 //
 //	flows.csv          one row per flow: bytes, throughput, FCT
+//	rdma_qps.csv       one row per QP of the RDMA flows: throughput, FCT, CNPs, retransmissions
+//	nic_counters.csv   one row per NIC and counter (hw_counters, per-priority ethtool)
 //	ports.csv          one row per switch port and priority: every counter
 //	queues.csv         time series: queue bytes, paused, xoff per port/priority
 //	flow_rates.csv     time series: received Gb/s per flow
@@ -49,6 +51,15 @@ func WriteFiles(dir string, spec *lab.Spec, r *sim.Results) ([]string, error) {
 	}{
 		{"flows.csv", flowsCSV},
 		{"ports.csv", func(r *sim.Results) ([]byte, error) { return portsCSV(spec, r) }},
+	}
+	if len(r.RDMA) > 0 {
+		files = append(files, []struct {
+			name string
+			fn   func(*sim.Results) ([]byte, error)
+		}{
+			{"rdma_qps.csv", rdmaQPsCSV},
+			{"nic_counters.csv", nicCountersCSV},
+		}...)
 	}
 	if r.Series != nil && len(r.Series.Times) > 0 {
 		files = append(files, []struct {

@@ -57,6 +57,8 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 		}
 	}
 
+	rdmaSummary(ew, r)
+
 	if rows, score := portRows(spec, r); len(rows) > 0 {
 		fmt.Fprintf(ew, "\nSwitch ports (priorities with traffic, pauses, marks or drops)\n")
 		t := &Table{

@@ -3,8 +3,10 @@
 // It owns a virtual clock (picoseconds, clock.Time) implementing clock.Clock,
 // in-memory full-duplex links with exact serialization, propagation and
 // cut-through timing, simulated hosts that send and sink real RoCEv2 (or
-// native InfiniBand) frames, and a scenario runner that turns a lab spec into
-// switches (switchcore), hosts, links and flows and collects results.
+// native InfiniBand) frames, hosts whose port is a real RDMA NIC (package
+// nic: verbs, RC transport, DCQCN) running streams of RDMA operations, and
+// a scenario runner that turns a lab spec into switches (switchcore),
+// hosts, links and flows and collects results.
 //
 // Everything runs on one goroutine. For a given seed a run is bit-for-bit
 // repeatable: timers that fire at the same picosecond fire in the order they
@@ -28,6 +30,9 @@
 //	func (s *Sim) AddHost(cfg HostConfig) error
 //	func (s *Sim) Connect(a, b PortRef, cfg LinkConfig) (*Link, error)
 //	func (s *Sim) AddFlow(cfg FlowConfig) error
+//	func (s *Sim) AddNIC(cfg NICConfig) error               // a host with a real RDMA NIC (package nic), nichost.go
+//	func (s *Sim) AddRDMAFlow(cfg RDMAFlowConfig) error     // perftest-like verbs stream between NIC hosts, rdma.go
+//	func (s *Sim) NIC(name string) *nic.NIC                 // after Start
 //	func Incast(name string, srcs []string, dst string, base FlowConfig) []FlowConfig
 //	func (s *Sim) Start() error                            // create switches, install routes (Run calls it)
 //	func (s *Sim) Switch(name string) *switchcore.Switch   // after Start

@@ -35,7 +35,11 @@ func Build(spec *lab.Spec, seed uint64) (*Sim, error) {
 				err = s.AddSwitch(n.Name, cfg)
 			}
 		case lab.KindNIC:
-			err = s.AddHost(hostConfig(spec, n, ib))
+			if n.RDMA {
+				err = s.AddNIC(nicConfig(spec, n))
+			} else {
+				err = s.AddHost(hostConfig(spec, n, ib))
+			}
 		default:
 			err = fmt.Errorf("sim: node %s: unknown kind %q", n.Name, n.Kind)
 		}
@@ -55,6 +59,12 @@ func Build(spec *lab.Spec, seed uint64) (*Sim, error) {
 		}
 	}
 	for _, fl := range spec.Traffic {
+		if fl.Op != lab.OpNone {
+			if err := s.AddRDMAFlow(rdmaFlowConfig(spec, fl)); err != nil {
+				return nil, specErr(spec, fl.Line, err)
+			}
+			continue
+		}
 		fc, err := flowConfig(fl)
 		if err == nil {
 			err = s.AddFlow(fc)

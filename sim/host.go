@@ -38,6 +38,8 @@ type Host struct {
 
 	sinks []*sink // by flow id; nil where this host is not a destination
 
+	smi *hostSMI // QP0: subnet management agent and SM (ib_sma.go)
+
 	// Native IB link-level flow control, per VL (IBA §7.9.4).
 	fctbs     [16]uint16 // blocks sent
 	fccl      [16]uint16 // peer's limit
@@ -137,6 +139,7 @@ func (h *Host) ib() bool       { return h.cfg.Fabric == FabricIB }
 func (h *Host) headBytes() int { return 0 }
 func (h *Host) linkState(_ int, up bool) {
 	h.up = up
+	h.smaLinkState(up)
 	if up {
 		h.kick()
 	}
@@ -200,6 +203,13 @@ func (h *Host) kick() {
 	if h.fcDue != 0 {
 		h.sendFC()
 		return
+	}
+	if h.smpPending() {
+		h.sendQueuedSMP()
+		return
+	}
+	if !h.portActive() {
+		return // IB port not Active yet: only SMPs may flow (IBA 7.2)
 	}
 	n := len(h.flows)
 	wake := clock.Never
@@ -555,6 +565,10 @@ func (h *Host) receiveIB(fr *frame.Frame) {
 	}
 	if len(b) < wire.LRHSize {
 		h.Stats.Malformed++
+		return
+	}
+	if wire.LRH(b).VL() == 15 {
+		h.receiveSMP(fr) // QP0, not flow-controlled (ib_sma.go)
 		return
 	}
 	// The packet used receive buffer whatever its content: account the

@@ -28,7 +28,7 @@ func (s *Sim) sourcesStopped() bool {
 			return false
 		}
 	}
-	return true
+	return s.rdmaStopped()
 }
 
 // queuedBytes sums every switch egress queue.
@@ -110,6 +110,7 @@ func (s *Sim) startSampling() {
 	for _, f := range s.flows {
 		sr.Flows = append(sr.Flows, FlowSeries{Flow: f.cfg.Name})
 	}
+	s.rdmaSeriesInit(sr)
 	s.series = sr
 	s.lastRx = make([]uint64, len(s.flows))
 	s.sampler = s.newTimer(s.sample)
@@ -142,5 +143,6 @@ func (s *Sim) sample() {
 		s.lastRx[i] = rx
 		sr.Flows[i].Bps = append(sr.Flows[i].Bps, bps)
 	}
+	s.rdmaSample(sr)
 	s.sampler.Reset(now + sr.Interval)
 }

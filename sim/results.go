@@ -17,6 +17,9 @@ type Results struct {
 	Ports  []PortResult // every connected switch port
 	Links  []LinkResult
 	Hosts  []HostResult
+	// RDMA flows between NIC hosts and the NICs' counters (rdma_results.go).
+	RDMA   []RDMAFlowResult
+	NICs   []NICResult
 	Series *Series // nil without a sample interval
 	// Deadlock is set when, after every source stopped, switch queues held
 	// bytes and no data frame moved for the deadlock window.
@@ -207,6 +210,7 @@ func (s *Sim) results() *Results {
 		}
 		r.Hosts = append(r.Hosts, HostResult{Name: h.cfg.Name, Stats: st})
 	}
+	s.rdmaResults(r)
 	r.FramesOutstanding = s.pool.Outstanding
 	return r
 }
@@ -214,6 +218,8 @@ func (s *Sim) results() *Results {
 func (s *Sim) portName(e endpoint, port int) string {
 	switch v := e.(type) {
 	case *Host:
+		return v.cfg.Name + ":0"
+	case *nicHost:
 		return v.cfg.Name + ":0"
 	case *simSwitch:
 		if port < len(v.cfg.Ports) && v.cfg.Ports[port].Name != "" {

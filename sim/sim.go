@@ -21,6 +21,8 @@ type Sim struct {
 	nodes    map[string]endpoint
 	order    []string // node names in insertion order
 	hosts    []*Host
+	nics     []*nicHost  // NIC hosts (nichost.go)
+	rdma     []*rdmaFlow // RDMA flows between NIC hosts (rdma.go)
 	switches []*simSwitch
 	links    []*Link
 	flows    []*flow
@@ -163,6 +165,14 @@ func (s *Sim) attach(p PortRef, tx *linkDir, l *Link) error {
 			return fmt.Errorf("sim: host %s port 0 already connected", p.Node)
 		}
 		n.tx, n.link = tx, l
+	case *nicHost:
+		if p.Port != 0 {
+			return fmt.Errorf("sim: nic %s has only port 0", p.Node)
+		}
+		if n.tx != nil {
+			return fmt.Errorf("sim: nic %s port 0 already connected", p.Node)
+		}
+		n.tx, n.link = tx, l
 	case *simSwitch:
 		if p.Port < 0 || p.Port >= len(n.ports) {
 			return fmt.Errorf("sim: switch %s has no port %d", p.Node, p.Port)
@@ -197,6 +207,9 @@ func (s *Sim) Start() error {
 		}
 	}
 	if err := s.startSwitches(); err != nil {
+		return err
+	}
+	if err := s.startNICs(); err != nil {
 		return err
 	}
 	s.started = true

@@ -97,7 +97,7 @@ func (s *Sim) installRoutes() {
 	for i, w := range s.switches {
 		idx[w] = i
 	}
-	for _, h := range s.hosts {
+	for _, h := range s.routeTargets() {
 		// BFS over switches from the host's attachment.
 		dist := make([]int, len(s.switches))
 		for i := range dist {
@@ -134,12 +134,12 @@ func (s *Sim) installRoutes() {
 			for i := range w.ports {
 				peer, _ := w.peerOf(i)
 				switch v := peer.(type) {
-				case *Host:
-					if v == h {
-						via = append(via, i)
-					}
 				case *simSwitch:
 					if dist[wi] > 0 && dist[idx[v]] == dist[wi]-1 {
+						via = append(via, i)
+					}
+				default:
+					if peer == h.ep {
 						via = append(via, i)
 					}
 				}
@@ -148,9 +148,9 @@ func (s *Sim) installRoutes() {
 				continue
 			}
 			if w.ib() {
-				w.setLFT(h.cfg.LID, via)
+				w.setLFT(h.lid, via)
 			} else {
-				w.addRoute(h.cfg.IP, via)
+				w.addRoute(h.ip, via)
 			}
 		}
 	}

@@ -50,7 +50,15 @@ func TestSimCommandExamples(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			if !strings.Contains(out, "200us simulated, seed 3") || !strings.Contains(out, "\nFlows\n") {
+			// The dcqcn-* examples run RDMA flows on real NICs only: their
+			// flows are in the RDMA table and rdma_qps.csv, flows.csv and
+			// host_pause.csv (synthetic hosts) have a header only.
+			rdmaOnly := strings.Contains(file, "dcqcn-")
+			table := "\nFlows\n"
+			if rdmaOnly {
+				table = "\nRDMA flows"
+			}
+			if !strings.Contains(out, "200us simulated, seed 3") || !strings.Contains(out, table) {
 				t.Errorf("summary:\n%s", out)
 			}
 			for name, header := range map[string]string{
@@ -74,7 +82,7 @@ func TestSimCommandExamples(t *testing.T) {
 					rows, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
 					// IB hosts are never paused: no PFC series.
 					minRows := 2
-					if name == "host_pause.csv" && strings.Contains(file, "ib-") {
+					if name == "host_pause.csv" && strings.Contains(file, "ib-") || rdmaOnly && (name == "host_pause.csv" || name == "flows.csv") {
 						minRows = 1
 					}
 					if err != nil || len(rows) < minRows {
@@ -361,5 +369,97 @@ func TestProgressBar(t *testing.T) {
 	}
 	if isTerminal(&b) {
 		t.Error("a strings.Builder is not a terminal")
+	}
+}
+
+// TestExampleDCQCNParkingLot checks what docs/examples/dcqcn-parking-lot.md
+// says: over the second half of the run each sender has 33% +-5 of R's
+// link, the switches send no PFC, and CNPs flow; with cc none the split is
+// PFC's 50/25/25.
+func TestExampleDCQCNParkingLot(t *testing.T) {
+	shares := func(r *sim.Results, from clock.Time) map[string]float64 {
+		got := map[string]float64{}
+		var tot float64
+		for _, fs := range r.Series.Flows {
+			for i, tm := range r.Series.Times {
+				if tm > from {
+					got[fs.Flow] += fs.Bps[i]
+					tot += fs.Bps[i]
+				}
+			}
+		}
+		for k := range got {
+			got[k] = 100 * got[k] / tot
+		}
+		return got
+	}
+	spec, r := runExample(t, "dcqcn-parking-lot.yaml", nil)
+	sh := shares(r, spec.Sim.Duration/2)
+	var xoff, cnps uint64
+	for _, p := range r.Ports {
+		xoff += p.Prio[3].TxPause
+	}
+	for _, f := range r.RDMA {
+		cnps += f.CNPHandled
+	}
+	t.Logf("dcqcn parking lot, second half: h1 %.1f%%, h2 %.1f%%, h3 %.1f%%; XOFF sent %d; CNPs handled %d",
+		sh["lot/h1"], sh["lot/h2"], sh["lot/h3"], xoff, cnps)
+	for _, h := range []string{"lot/h1", "lot/h2", "lot/h3"} {
+		if d := sh[h] - 100.0/3; d > 5 || d < -5 {
+			t.Errorf("%s share %.1f%%", h, sh[h])
+		}
+	}
+	if xoff != 0 || cnps == 0 {
+		t.Errorf("XOFF %d, CNPs %d", xoff, cnps)
+	}
+	spec, r = runExample(t, "dcqcn-parking-lot.yaml", func(s *lab.Spec) {
+		s.Sim.Duration = 4 * clock.Millisecond
+		for _, n := range s.NICs() {
+			n.CC = lab.CCNone
+		}
+	})
+	sh = shares(r, clock.Millisecond)
+	t.Logf("same lab, cc none: h1 %.1f%%, h2 %.1f%%, h3 %.1f%%", sh["lot/h1"], sh["lot/h2"], sh["lot/h3"])
+	if sh["lot/h3"] < 45 || sh["lot/h1"] > 30 || sh["lot/h2"] > 30 {
+		t.Errorf("cc none: %v", sh)
+	}
+}
+
+// TestExampleDCQCNIncast checks docs/examples/dcqcn-incast.md: after 20 ms
+// at least 90% of sw1:p9's queue samples are within [12.5 KB, 500 KB],
+// and the switch sends fewer XOFF than the same incast with cc none.
+func TestExampleDCQCNIncast(t *testing.T) {
+	band := func(r *sim.Results) (float64, uint64) {
+		var in, n int
+		for _, q := range r.Series.Queues {
+			if q.Switch != "sw1" || q.Port != 8 || q.Prio != 3 {
+				continue
+			}
+			for i, tm := range r.Series.Times {
+				if tm >= 20*clock.Millisecond {
+					n++
+					if q.Bytes[i] >= 12500 && q.Bytes[i] <= 500000 {
+						in++
+					}
+				}
+			}
+		}
+		var xoff uint64
+		for _, p := range r.Ports {
+			xoff += p.Prio[3].TxPause
+		}
+		return float64(in) / float64(max(n, 1)), xoff
+	}
+	_, r := runExample(t, "dcqcn-incast.yaml", nil)
+	in, xoff := band(r)
+	_, r0 := runExample(t, "dcqcn-incast.yaml", func(s *lab.Spec) {
+		for _, n := range s.NICs() {
+			n.CC = lab.CCNone
+		}
+	})
+	in0, xoff0 := band(r0)
+	t.Logf("dcqcn incast: %.1f%% of queue samples after 20ms within [12.5 KB, 500 KB], XOFF %d; cc none: %.1f%%, XOFF %d", 100*in, xoff, 100*in0, xoff0)
+	if in < 0.9 || xoff >= xoff0 {
+		t.Errorf("in band %.3f, XOFF %d vs %d", in, xoff, xoff0)
 	}
 }

@@ -1,0 +1,147 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/emufabric/emufabric/sim"
+)
+
+// RDMA flows run on real NICs (nic package): one row per flow, and one per
+// QP when a flow has several, with perftest's figures (messages, bytes,
+// throughput, completion times) and the congestion and recovery counters
+// around each QP: CNPs the receiver's notification point sent, CNPs the
+// sender's reaction point handled (a sender without congestion control
+// ignores them: rdma_qps.csv and the NIC table count those apart),
+// packets the requester retransmitted.
+
+// nicCounterColumns are the hw_counters the NIC table shows (all of them
+// go to nic_counters.csv).
+var nicCounterColumns = []string{"np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored", "np_ecn_marked_roce_packets", "roce_adp_retrans",
+	"out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rx_icrc_errors"}
+
+func rdmaSummary(ew io.Writer, r *sim.Results) {
+	if len(r.RDMA) == 0 {
+		return
+	}
+	fmt.Fprintf(ew, "\nRDMA flows (per QP when a flow has several)\n")
+	t := &Table{
+		Header: []string{"flow", "op", "src", "dst", "prio", "QP", "msgs done/posted", "bytes", "throughput", "FCT", "msg FCT p50", "msg FCT p99",
+			"CNPs sent", "CNPs handled", "retransmitted", "timeouts", "final rate"},
+		Right: []bool{false, false, false, false, true, false, true, true, true, true, true, true, true, true, true, true, true},
+	}
+	rows := 0
+	for _, f := range r.RDMA {
+		if rows >= MaxRows {
+			break
+		}
+		qp := "-"
+		if len(f.QPs) == 1 {
+			qp = fmt.Sprintf("0x%x", f.QPs[0].SrcQPN)
+		}
+		var timeouts uint64
+		rate := ""
+		for _, q := range f.QPs {
+			timeouts += q.Timeouts
+		}
+		if len(f.QPs) == 1 {
+			rate = Gbps(float64(f.QPs[0].FinalRate))
+		}
+		t.Add(f.Name, f.Op, f.Src, f.Dst, strconv.Itoa(f.Priority), qp, fmt.Sprintf("%d/%d", f.Completed, f.Posted),
+			Bytes(f.Bytes), Gbps(f.Throughput), timeOrDash(f.FCT), timeOrDash(f.Msg.P50), timeOrDash(f.Msg.P99),
+			u(f.CNPsSent), u(f.CNPHandled), u(f.Retransmit), u(timeouts), rate)
+		rows++
+		if len(f.QPs) == 1 {
+			continue
+		}
+		for _, q := range f.QPs {
+			if rows >= MaxRows {
+				break
+			}
+			t.Add("  "+f.Name, "", "", "", "", fmt.Sprintf("0x%x", q.SrcQPN), fmt.Sprintf("%d/%d", q.Completed, q.Posted),
+				Bytes(q.Bytes), Gbps(q.Throughput), timeOrDash(q.FCT), timeOrDash(q.Msg.P50), timeOrDash(q.Msg.P99),
+				u(q.CNPsSent), u(q.CNPHandled), u(q.Retransmitted), u(q.Timeouts), Gbps(float64(q.FinalRate)))
+			rows++
+		}
+	}
+	t.Write(ew)
+	if rows >= MaxRows {
+		fmt.Fprintf(ew, "(the first %d rows; -o DIR writes every QP to rdma_qps.csv)\n", MaxRows)
+	}
+	for _, f := range r.RDMA {
+		for _, q := range f.QPs {
+			if q.FirstError != "" {
+				fmt.Fprintf(ew, "flow %s QP 0x%x: %d failed completions, first %s\n", f.Name, q.SrcQPN, q.Failed, q.FirstError)
+			}
+		}
+	}
+
+	if len(r.NICs) == 0 {
+		return
+	}
+	fmt.Fprintf(ew, "\nNICs (mlx5 hw_counters; PFC received summed over priorities)\n")
+	nt := &Table{Header: append(append([]string{"nic"}, nicCounterColumns...), "PFC rx", "paused us")}
+	nt.Right = make([]bool, len(nt.Header))
+	for i := 1; i < len(nt.Right); i++ {
+		nt.Right[i] = true
+	}
+	for _, n := range r.NICs {
+		row := []string{n.Name}
+		for _, c := range nicCounterColumns {
+			row = append(row, u(n.Counter(c)))
+		}
+		var pfc uint64
+		var paused int64
+		for p := range n.Prio {
+			pfc += n.Prio[p].RxPause
+			paused += int64(n.PauseDuration[p])
+		}
+		row = append(row, u(pfc), usec(paused))
+		nt.Add(row...)
+	}
+	nt.Write(ew)
+}
+
+// rdmaQPsCSV is one row per QP of every RDMA flow.
+func rdmaQPsCSV(r *sim.Results) ([]byte, error) {
+	rows := [][]string{{"flow", "op", "src", "dst", "priority", "message_bytes", "src_qpn", "dst_qpn", "posted", "completed", "failed", "first_error",
+		"bytes", "first_post_us", "last_completion_us", "fct_us", "throughput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us",
+		"cnps_sent", "cnps_handled", "cnps_ignored", "retransmitted_packets", "timeouts", "seq_naks", "rnr_naks", "final_rate_gbps"}}
+	for _, f := range r.RDMA {
+		for _, q := range f.QPs {
+			rows = append(rows, []string{f.Name, f.Op, f.Src, f.Dst, strconv.Itoa(f.Priority), strconv.Itoa(f.Size),
+				u(uint64(q.SrcQPN)), u(uint64(q.DstQPN)), strconv.Itoa(q.Posted), strconv.Itoa(q.Completed), strconv.Itoa(q.Failed), q.FirstError,
+				u(q.Bytes), us(q.FirstPost), us(q.LastCompletion), us(q.FCT), ff(q.Throughput / 1e9),
+				us(q.Msg.Mean), us(q.Msg.P50), us(q.Msg.P99), us(q.Msg.Max),
+				u(q.CNPsSent), u(q.CNPHandled), u(q.CNPIgnored), u(q.Retransmitted), u(q.Timeouts), u(q.SeqNAKs), u(q.RNRNAKs), ff(float64(q.FinalRate) / 1e9)})
+		}
+	}
+	return writeCSV(rows)
+}
+
+// nicCountersCSV is one row per NIC and counter: every hw_counter, then
+// the per-priority ethtool counters (rx_prioN_pause, ...).
+func nicCountersCSV(r *sim.Results) ([]byte, error) {
+	rows := [][]string{{"nic", "counter", "value"}}
+	for _, n := range r.NICs {
+		for _, c := range n.Counters {
+			rows = append(rows, []string{n.Name, c.Name, u(c.Value)})
+		}
+		for p := range n.Prio {
+			pc := &n.Prio[p]
+			for _, kv := range []struct {
+				k string
+				v uint64
+			}{
+				{"rx_prio%d_packets", pc.RxPackets}, {"rx_prio%d_bytes", pc.RxBytes},
+				{"tx_prio%d_packets", pc.TxPackets}, {"tx_prio%d_bytes", pc.TxBytes},
+				{"rx_prio%d_pause", pc.RxPause}, {"rx_prio%d_pause_duration", uint64(n.PauseDuration[p] / 1e6)},
+				{"rx_prio%d_pause_transition", pc.RxPauseTransition}, {"tx_prio%d_pause", pc.TxPause},
+			} {
+				rows = append(rows, []string{n.Name, fmt.Sprintf(kv.k, p), u(kv.v)})
+			}
+		}
+	}
+	return writeCSV(rows)
+}
