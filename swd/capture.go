@@ -1,0 +1,283 @@
+package swd
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/switchcore"
+	"github.com/emufabric/emufabric/wire"
+	"github.com/emufabric/emufabric/wire/capture"
+)
+
+// Live capture. A capture client names ports; each becomes one pcapng
+// interface ("sw1:p1"). Frames are recorded where the switch port meets
+// its wire: "rx" as they arrive from the peer (before the engine looks at
+// them), "tx" as the engine starts them. Each record's comment says the
+// direction and what the emulator decided about the frame, from the
+// engine's trace hook: ECN CE marks with the queue depth, drops with
+// their reason, the XOFF/XON a frame triggered, received and sent PFC, and
+// the emulated wire's losses. Frames the engine drops after admission
+// (at the egress queue) are recorded on the egress port with the reason.
+//
+// Records are copied on the loop goroutine and handed to the client's
+// writer goroutine through a bounded channel; a client that cannot keep
+// up loses records (counted as capture_drops), never slows the switch.
+
+type capDir uint8
+
+const (
+	dirRx capDir = iota
+	dirTx
+)
+
+func (d capDir) String() string {
+	if d == dirRx {
+		return "rx"
+	}
+	return "tx"
+}
+
+// captureQueue is how many records may wait for a client's writer.
+const captureQueue = 4096
+
+type capRecord struct {
+	iface   int
+	ts      time.Time
+	data    []byte
+	comment string
+}
+
+// captureSub is one capture client. ifaces maps switch port index to
+// pcapng interface ID.
+type captureSub struct {
+	ifaces map[int]int
+	ch     chan capRecord
+	closed bool // loop goroutine: unsubscribed, ch closed
+}
+
+// capture records data on every capture of p. Loop goroutine. Records
+// made while the engine handles a received frame (its cut-through
+// transmission, a drop) are held until that frame's own rx record is out,
+// so a capture shows cause before effect.
+func (d *Daemon) capture(p *swPort, dir capDir, data []byte, note string) {
+	c := dir.String()
+	if note != "" {
+		c += ": " + note
+	}
+	data = append([]byte(nil), data...)
+	if d.cur != nil {
+		d.held = append(d.held, heldRecord{p, data, c})
+		return
+	}
+	d.emit(p, data, c, time.Now())
+}
+
+type heldRecord struct {
+	p       *swPort
+	data    []byte
+	comment string
+}
+
+func (d *Daemon) emit(p *swPort, data []byte, comment string, ts time.Time) {
+	for _, s := range p.caps {
+		select {
+		case s.ch <- capRecord{iface: s.ifaces[p.idx], ts: ts, data: data, comment: comment}:
+		default:
+			p.st.CaptureDrops++
+		}
+	}
+}
+
+// receiveCaptured is Receive with the frame recorded as it arrived and
+// annotated with what the engine did with it during the call.
+func (d *Daemon) receiveCaptured(p *swPort, f *frame.Frame) {
+	var data []byte
+	if len(p.caps) > 0 {
+		data = append([]byte(nil), f.Data...)
+	}
+	if f.Len() >= wire.EthernetSize && f.Data[12] == 0x88 && f.Data[13] == 0x08 {
+		d.curNote = pfcNote(f.Data, "received")
+	}
+	d.cur = f
+	d.sw.Receive(p.idx, f)
+	d.cur = nil
+	note := d.curNote
+	d.curNote = ""
+	ts := time.Now()
+	if data != nil {
+		c := "rx"
+		if note != "" {
+			c += ": " + note
+		}
+		d.emit(p, data, c, ts)
+	}
+	for i, h := range d.held {
+		d.emit(h.p, h.data, h.comment, ts)
+		d.held[i] = heldRecord{}
+	}
+	d.held = d.held[:0]
+}
+
+// trace is the engine's trace hook (switchcore.SetTrace). It only
+// annotates while a capture runs.
+func (d *Daemon) trace(ev switchcore.TraceEvent) {
+	if !d.capturing {
+		return
+	}
+	pname := d.ports[ev.Port].name
+	switch ev.Kind {
+	case switchcore.TraceECNMark:
+		if ev.Frame != nil {
+			ev.Frame.Note = joinNote(ev.Frame.Note, fmt.Sprintf("ECN CE marked at %s queue %d depth %d bytes", pname, ev.Prio, ev.Bytes))
+		}
+	case switchcore.TraceDrop:
+		note := fmt.Sprintf("dropped at %s: %s", pname, ev.Reason)
+		if ev.Prio >= 0 {
+			note += fmt.Sprintf(" (priority %d)", ev.Prio)
+		}
+		switch {
+		case ev.Frame != nil && ev.Frame == d.cur:
+			d.curNote = joinNote(d.curNote, note)
+		case ev.Frame != nil:
+			if p := d.ports[ev.Port]; len(p.caps) > 0 {
+				d.capture(p, dirTx, ev.Frame.Data, note+" (not sent)")
+			}
+		}
+	case switchcore.TraceXoff, switchcore.TraceXon:
+		what := "XOFF"
+		if ev.Kind == switchcore.TraceXon {
+			what = "XON"
+		}
+		if d.cur != nil {
+			d.curNote = joinNote(d.curNote, fmt.Sprintf("%s sent on %s for PG %d at %d bytes", what, pname, ev.Prio, ev.Bytes))
+		}
+	case switchcore.TracePauseRx:
+		if d.cur != nil {
+			d.curNote = joinNote(d.curNote, fmt.Sprintf("paused %s priority %d for %d quanta", pname, ev.Prio, ev.Quanta))
+		}
+	case switchcore.TraceResumeRx:
+		if d.cur != nil {
+			d.curNote = joinNote(d.curNote, fmt.Sprintf("resumed %s priority %d", pname, ev.Prio))
+		}
+	case switchcore.TraceHeadroomOverflow:
+		if ev.Frame != nil && ev.Frame == d.cur {
+			d.curNote = joinNote(d.curNote, fmt.Sprintf("lossless PG %d beyond its xoff headroom on %s (configuration error)", ev.Prio, pname))
+		}
+	case switchcore.TracePFCWDStorm, switchcore.TracePFCWDRestore:
+		if d.cur != nil {
+			d.curNote = joinNote(d.curNote, fmt.Sprintf("PFC watchdog %s on %s priority %d", ev.Kind, pname, ev.Prio))
+		}
+	}
+}
+
+// pfcNote describes a MAC Control frame.
+func pfcNote(b []byte, verb string) string {
+	var mc wire.MACControl
+	if err := wire.DecodeMACControl(b, &mc); err != nil {
+		return "malformed MAC Control frame " + verb
+	}
+	if mc.Opcode == wire.MACControlOpPause {
+		return fmt.Sprintf("PAUSE %s: %d quanta", verb, mc.Time[0])
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "PFC %s:", verb)
+	for prio := range 8 {
+		if mc.Enable&(1<<prio) == 0 {
+			continue
+		}
+		if mc.Time[prio] == 0 {
+			fmt.Fprintf(&sb, " prio%d XON", prio)
+		} else {
+			fmt.Fprintf(&sb, " prio%d XOFF %d quanta", prio, mc.Time[prio])
+		}
+	}
+	return sb.String()
+}
+
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// subscribe starts a capture of ports (indexes); loop goroutine.
+func (d *Daemon) subscribe(ports []int) *captureSub {
+	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue)}
+	for i, idx := range ports {
+		s.ifaces[idx] = i
+		p := d.ports[idx]
+		p.caps = append(p.caps, s)
+	}
+	d.capturing = true
+	return s
+}
+
+// unsubscribe ends a capture; loop goroutine.
+func (d *Daemon) unsubscribe(s *captureSub) {
+	if s.closed {
+		return
+	}
+	s.closed = true
+	still := false
+	for _, p := range d.ports {
+		for i, c := range p.caps {
+			if c == s {
+				p.caps = append(p.caps[:i:i], p.caps[i+1:]...)
+				break
+			}
+		}
+		still = still || len(p.caps) > 0
+	}
+	d.capturing = still
+	close(s.ch)
+}
+
+// streamCapture writes s's records as pcapng to w until the records end
+// (the capture was unsubscribed) or a write fails.
+func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
+	ng, err := capture.NewNgWriter(w, "emuswitch")
+	if err != nil {
+		return err
+	}
+	for _, idx := range ports {
+		if _, err := ng.AddInterface(capture.Interface{
+			LinkType:    capture.LinkTypeEthernet,
+			Name:        d.sw.Name() + ":" + d.ports[idx].name,
+			Description: "emuswitch " + d.opts.Node + " port " + d.ports[idx].name,
+		}); err != nil {
+			return err
+		}
+	}
+	if err := ng.Flush(); err != nil {
+		return err
+	}
+	for {
+		var r capRecord
+		var ok bool
+		select {
+		case r, ok = <-s.ch:
+		case <-d.quit:
+			return ng.Close()
+		}
+		if !ok {
+			return ng.Close()
+		}
+		if err := ng.WritePacket(r.iface, r.ts, r.data, r.comment); err != nil {
+			return err
+		}
+		// Flush when the queue is drained: a live viewer sees every frame
+		// promptly, a busy capture still writes in large chunks.
+		if len(s.ch) == 0 {
+			if err := ng.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}

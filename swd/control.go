@@ -1,0 +1,429 @@
+package swd
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/lab"
+)
+
+// The control protocol: newline-delimited JSON over a unix stream socket
+// (mode 0600). One request per line, one response line each:
+//
+//	{"op":"counters"[,"port":"p1"]}  -> {"ok":true,"ports":[{"port":"p1","counters":{...}}]}
+//	{"op":"status"}                  -> {"ok":true,"node":"sw1","lab":"x","uptime_seconds":1.5,"ports":[...]}
+//	{"op":"link","port":"p1","state":"down"|"up"}
+//	{"op":"link","port":"p1","rate":"10G"|"delay":"1us"|"loss":0.01|"corrupt":0.001}
+//	                                 -> {"ok":true,"port":{...status of p1...}}
+//	{"op":"capture","ports":["p1"]}  -> {"ok":true,"ports":["p1"]} then pcapng until the client closes
+//
+// Failures answer {"ok":false,"error":"..."} and keep the connection.
+
+// Request is one control request.
+type Request struct {
+	Op      string   `json:"op"`
+	Port    string   `json:"port,omitempty"`
+	Ports   []string `json:"ports,omitempty"`
+	State   string   `json:"state,omitempty"`
+	Rate    string   `json:"rate,omitempty"`
+	Delay   string   `json:"delay,omitempty"`
+	Loss    *float64 `json:"loss,omitempty"`
+	Corrupt *float64 `json:"corrupt,omitempty"`
+}
+
+// Response is one control response. Ports holds []PortCounters for
+// counters, []PortStatus for status and the port names for capture; a
+// client decodes into CountersResponse or StatusResponse.
+type Response struct {
+	OK            bool        `json:"ok"`
+	Error         string      `json:"error,omitempty"`
+	Node          string      `json:"node,omitempty"`
+	Lab           string      `json:"lab,omitempty"`
+	UptimeSeconds float64     `json:"uptime_seconds,omitempty"`
+	Ports         any         `json:"ports,omitempty"`
+	Port          *PortStatus `json:"port,omitempty"`
+}
+
+// CountersResponse is the client's view of a counters response.
+type CountersResponse struct {
+	OK    bool           `json:"ok"`
+	Error string         `json:"error"`
+	Ports []PortCounters `json:"ports"`
+}
+
+// StatusResponse is the client's view of a status or link response.
+type StatusResponse struct {
+	OK            bool         `json:"ok"`
+	Error         string       `json:"error"`
+	Node          string       `json:"node"`
+	Lab           string       `json:"lab"`
+	UptimeSeconds float64      `json:"uptime_seconds"`
+	Ports         []PortStatus `json:"ports"`
+	Port          *PortStatus  `json:"port"`
+}
+
+// PortCounters is one port's counters by name: the engine's (mlx5
+// ethtool -S names, switchcore.PortCounters.Each) and the daemon's
+// (wire and transport).
+type PortCounters struct {
+	Port     string            `json:"port"`
+	Counters map[string]uint64 `json:"counters"`
+}
+
+// PortStatus describes a port and its wire.
+type PortStatus struct {
+	Port      string  `json:"port"`
+	URI       string  `json:"uri,omitempty"`
+	Transport string  `json:"transport"`
+	Connected bool    `json:"connected"`
+	AdminUp   bool    `json:"admin_up"`
+	Up        bool    `json:"up"`
+	Speed     string  `json:"speed"`
+	Rate      string  `json:"rate"`
+	Delay     string  `json:"delay"`
+	Loss      float64 `json:"loss"`
+	Corrupt   float64 `json:"corrupt"`
+	OnWire    int     `json:"frames_on_wire"`
+}
+
+// listenControl creates the control socket, mode 0600.
+func (d *Daemon) listenControl() error {
+	removeStaleSocket(d.opts.Control)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: d.opts.Control, Net: "unix"})
+	if err != nil {
+		return fmt.Errorf("--control %s: %w", d.opts.Control, err)
+	}
+	// Counters, link changes and captures of the lab: the owner only.
+	if err := os.Chmod(d.opts.Control, 0o600); err != nil {
+		ln.Close()
+		return fmt.Errorf("--control %s: %w", d.opts.Control, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	d.ctl = ln
+	return nil
+}
+
+func (d *Daemon) serveControl() {
+	defer d.wg.Done()
+	for {
+		c, err := d.ctl.Accept()
+		if err != nil {
+			return
+		}
+		d.wg.Add(1)
+		go d.handleConn(c)
+	}
+}
+
+func (d *Daemon) handleConn(c net.Conn) {
+	defer d.wg.Done()
+	// Close unblocks the reader when the daemon stops.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-d.quit:
+			c.Close()
+		case <-stop:
+		}
+	}()
+	defer c.Close()
+	br := bufio.NewReader(c)
+	enc := json.NewEncoder(c)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			return
+		}
+		var req Request
+		if jerr := json.Unmarshal(line, &req); jerr != nil {
+			if enc.Encode(Response{Error: "bad request: " + jerr.Error()}) != nil {
+				return
+			}
+			continue
+		}
+		if req.Op == "capture" {
+			d.handleCapture(c, br, enc, &req)
+			return
+		}
+		if enc.Encode(d.Do(&req)) != nil {
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// Do executes one request other than capture (which streams) and returns
+// its response.
+func (d *Daemon) Do(req *Request) Response {
+	var resp Response
+	var run func()
+	switch req.Op {
+	case "counters":
+		run = func() { resp = d.counters(req.Port) }
+	case "status":
+		run = func() { resp = d.status() }
+	case "link":
+		run = func() { resp = d.link(req) }
+	case "":
+		return Response{Error: `missing "op" (counters, status, link, capture)`}
+	default:
+		return Response{Error: fmt.Sprintf("unknown op %q (counters, status, link, capture)", req.Op)}
+	}
+	if !d.onLoop(run) {
+		return Response{Error: "daemon is shutting down"}
+	}
+	return resp
+}
+
+// onLoop runs fn on the loop goroutine and waits for it.
+func (d *Daemon) onLoop(fn func()) bool {
+	done := make(chan struct{})
+	if !d.loop.Post(func() { fn(); close(done) }) {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	case <-d.loop.Done():
+		return false
+	}
+}
+
+func (d *Daemon) portByName(name string) (*swPort, error) {
+	for _, p := range d.ports {
+		if p.name == name {
+			return p, nil
+		}
+	}
+	names := make([]string, len(d.ports))
+	for i, p := range d.ports {
+		names[i] = p.name
+	}
+	return nil, fmt.Errorf("no port %q on %s (ports: %v)", name, d.opts.Node, names)
+}
+
+// counters snapshots one or all ports; loop goroutine.
+func (d *Daemon) counters(port string) Response {
+	ports := d.ports
+	if port != "" {
+		p, err := d.portByName(port)
+		if err != nil {
+			return Response{Error: err.Error()}
+		}
+		ports = []*swPort{p}
+	}
+	out := make([]PortCounters, 0, len(ports))
+	for _, p := range ports {
+		m := map[string]uint64{}
+		d.eachCounter(p, func(name string, v uint64) { m[name] = v })
+		out = append(out, PortCounters{Port: p.name, Counters: m})
+	}
+	return Response{OK: true, Ports: out}
+}
+
+// eachCounter reports every counter of p: the engine's, then the
+// daemon's wire and transport counters. Loop goroutine.
+func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
+	d.sw.Counters(p.idx).Each(fn)
+	st := &p.st
+	fn("link_loss_tx", st.LinkLossTx)
+	fn("link_loss_rx", st.LinkLossRx)
+	fn("link_corrupt_tx", st.LinkCorruptTx)
+	fn("link_corrupt_rx", st.LinkCorruptRx)
+	qd := p.out.drops
+	if p.in != nil {
+		qd += p.in.drops
+	}
+	fn("link_queue_drop", qd)
+	fn("not_connected_drop", st.NotConnected)
+	fn("flood_rx", st.FloodRx)
+	fn("flood_tx", st.FloodTx)
+	fn("capture_drop", st.CaptureDrops)
+	t := p.transport()
+	fn("transport_rx_frames", t.RxFrames)
+	fn("transport_rx_bytes", t.RxBytes)
+	fn("transport_tx_frames", t.TxFrames)
+	fn("transport_tx_bytes", t.TxBytes)
+	fn("transport_rx_too_large", t.RxTooLarge)
+	fn("transport_tx_queue_drop", t.TxQueueDrops)
+	fn("transport_tx_errors", t.TxErrors)
+}
+
+func (d *Daemon) portStatus(p *swPort) PortStatus {
+	s := PortStatus{
+		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, Up: p.up(),
+		Speed: lab.FormatRate(p.speed), Rate: lab.FormatRate(p.rate), Delay: formatTime(p.delay),
+		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.held(),
+	}
+	if p.in != nil {
+		s.OnWire += p.in.held()
+	}
+	if p.bind != nil {
+		s.URI, s.Transport = p.bind.URI, string(p.bind.Kind)
+	}
+	return s
+}
+
+func formatTime(t clock.Time) string {
+	switch {
+	case t == 0:
+		return "0"
+	case t%clock.Millisecond == 0:
+		return fmt.Sprintf("%dms", t/clock.Millisecond)
+	case t%clock.Microsecond == 0:
+		return fmt.Sprintf("%dus", t/clock.Microsecond)
+	case t%clock.Nanosecond == 0:
+		return fmt.Sprintf("%dns", t/clock.Nanosecond)
+	}
+	return fmt.Sprintf("%dps", int64(t))
+}
+
+func (d *Daemon) status() Response {
+	r := Response{OK: true, Node: d.opts.Node, Lab: d.spec.Name, UptimeSeconds: d.Uptime().Seconds()}
+	ps := make([]PortStatus, 0, len(d.ports))
+	for _, p := range d.ports {
+		ps = append(ps, d.portStatus(p))
+	}
+	r.Ports = ps
+	return r
+}
+
+// link applies a run-time link change; loop goroutine. A request may set
+// several parameters; it is checked whole before anything changes.
+func (d *Daemon) link(req *Request) Response {
+	p, err := d.portByName(req.Port)
+	if err != nil {
+		return Response{Error: err.Error()}
+	}
+	var rate uint64
+	var delay clock.Time
+	if req.State != "" && req.State != "up" && req.State != "down" {
+		return Response{Error: fmt.Sprintf("state %q: up or down", req.State)}
+	}
+	if req.Rate != "" {
+		if rate, err = lab.ParseRate(req.Rate); err != nil || rate == 0 {
+			return Response{Error: fmt.Sprintf("rate %q: %v", req.Rate, errOr(err, "must be > 0"))}
+		}
+	}
+	if req.Delay != "" {
+		if delay, err = lab.ParseTime(req.Delay); err != nil || delay < 0 {
+			return Response{Error: fmt.Sprintf("delay %q: %v", req.Delay, errOr(err, "must be >= 0"))}
+		}
+	}
+	for _, v := range []struct {
+		name string
+		p    *float64
+	}{{"loss", req.Loss}, {"corrupt", req.Corrupt}} {
+		if v.p != nil && !(*v.p >= 0 && *v.p <= 1) {
+			return Response{Error: fmt.Sprintf("%s %v: a probability in [0, 1]", v.name, *v.p)}
+		}
+	}
+	if req.State == "" && req.Rate == "" && req.Delay == "" && req.Loss == nil && req.Corrupt == nil {
+		return Response{Error: `link: give "state", "rate", "delay", "loss" or "corrupt"`}
+	}
+	if req.State != "" {
+		p.adminUp = req.State == "up"
+		p.syncUp()
+	}
+	if req.Rate != "" {
+		p.rate = rate
+		p.out.setRate(rate)
+		if p.in != nil {
+			p.in.setRate(rate)
+		}
+	}
+	if req.Delay != "" {
+		p.delay = delay
+		p.out.setDelay(delay)
+		if p.in != nil {
+			p.in.setDelay(delay)
+		}
+	}
+	if req.Loss != nil {
+		p.loss = *req.Loss
+	}
+	if req.Corrupt != nil {
+		p.corrupt = *req.Corrupt
+	}
+	d.log.Printf("link %s: %s", p.name, describeLink(req))
+	s := d.portStatus(p)
+	return Response{OK: true, Port: &s}
+}
+
+func errOr(err error, s string) any {
+	if err != nil {
+		return err
+	}
+	return errors.New(s)
+}
+
+func describeLink(r *Request) string {
+	b, _ := json.Marshal(struct {
+		State   string   `json:"state,omitempty"`
+		Rate    string   `json:"rate,omitempty"`
+		Delay   string   `json:"delay,omitempty"`
+		Loss    *float64 `json:"loss,omitempty"`
+		Corrupt *float64 `json:"corrupt,omitempty"`
+	}{r.State, r.Rate, r.Delay, r.Loss, r.Corrupt})
+	return string(b)
+}
+
+// handleCapture answers a capture request and streams pcapng on c until
+// the client closes its end (or the daemon stops).
+func (d *Daemon) handleCapture(c net.Conn, br *bufio.Reader, enc *json.Encoder, req *Request) {
+	names := req.Ports
+	if len(names) == 0 && req.Port != "" {
+		names = []string{req.Port}
+	}
+	if len(names) == 0 {
+		for _, p := range d.ports {
+			names = append(names, p.name)
+		}
+	}
+	var idx []int
+	for _, n := range names {
+		p, err := d.portByName(n)
+		if err != nil {
+			enc.Encode(Response{Error: err.Error()})
+			return
+		}
+		if slices.Contains(idx, p.idx) {
+			enc.Encode(Response{Error: fmt.Sprintf("port %s named twice", n)})
+			return
+		}
+		idx = append(idx, p.idx)
+	}
+	var sub *captureSub
+	if !d.onLoop(func() { sub = d.subscribe(idx) }) {
+		enc.Encode(Response{Error: "daemon is shutting down"})
+		return
+	}
+	defer d.onLoop(func() { d.unsubscribe(sub) })
+	if enc.Encode(Response{OK: true, Ports: names}) != nil {
+		return
+	}
+	// The client ends the capture by closing (or half-closing) its end.
+	clientGone := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, br)
+		close(clientGone)
+		d.loop.Post(func() { d.unsubscribe(sub) })
+	}()
+	if err := d.streamCapture(c, sub, idx); err != nil {
+		select {
+		case <-clientGone:
+		default:
+			d.log.Printf("capture %v: %v", names, err)
+		}
+	}
+}

@@ -1,0 +1,258 @@
+package swd
+
+import (
+	"math/rand/v2"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/rt"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// swPort is one switch port: its binding, the wire behind it (delay
+// lines, loss, corruption), the transport currently attached and the
+// daemon's own counters. Everything but the constant fields is touched on
+// the loop goroutine only.
+type swPort struct {
+	d    *Daemon
+	idx  int
+	name string
+	bind *PortBind // nil: the port is not bound (kept down)
+	// both is set when the daemon owns both ends of the wire (a TAP port:
+	// the host's side is the kernel), so the wire's delay, rate, loss and
+	// corruption also apply host -> switch. On links to other daemons each
+	// end emulates its own egress.
+	both bool
+
+	tr  *rt.Port // current transport port, nil while not connected
+	tap *rt.TAP
+	// direct is set for TAP ports: the loop goroutine writes frames to the
+	// TAP itself instead of handing them to the port's writer goroutine.
+	// A TAP write never blocks (the kernel queues or drops), and one
+	// goroutine hand-off less per frame is a wake-up less of latency and
+	// CPU on a 2-core machine (see bench/).
+	direct    bool
+	one       [1][]byte
+	connected bool
+	adminUp   bool
+
+	speed     uint64 // the switch port's speed (lab file)
+	rate      uint64 // the wire's rate (link rate; default the port speed)
+	delay     clock.Time
+	loss      float64
+	corrupt   float64
+	headBytes int // the peer's cut-through point (0: whole frame)
+
+	out *delayLine // switch -> peer
+	in  *delayLine // peer -> switch, TAP ports only
+
+	st portStats
+	// trBase accumulates the transport counters of transports that went
+	// away (a reconnecting seqpacket peer), so totals never go back.
+	trBase trStats
+
+	caps []*captureSub
+}
+
+// portStats are the daemon's own per-port counters (the switch engine
+// counts everything it sees in switchcore.PortCounters).
+type portStats struct {
+	LinkLossTx, LinkLossRx       uint64 // frames lost by the emulated wire
+	LinkCorruptTx, LinkCorruptRx uint64 // frames corrupted by the emulated wire
+	NotConnected                 uint64 // frames for a port whose peer is not connected
+	FloodRx, FloodTx             uint64 // broadcast/multicast frames flooded from / to this port
+	CaptureDrops                 uint64 // capture records dropped: a slow capture client
+	// Frames the loop wrote to a TAP itself (direct).
+	DirectTxFrames, DirectTxBytes, DirectTxErrors uint64
+}
+
+// trStats are a transport's counters (rt.PortCounters, as plain numbers).
+type trStats struct {
+	RxFrames, RxBytes, TxFrames, TxBytes uint64
+	RxTooLarge, TxQueueDrops, TxErrors   uint64
+}
+
+func (s *trStats) add(c *rt.PortCounters) {
+	s.RxFrames += c.RxFrames.Load()
+	s.RxBytes += c.RxBytes.Load()
+	s.TxFrames += c.TxFrames.Load()
+	s.TxBytes += c.TxBytes.Load()
+	s.RxTooLarge += c.RxTooLarge.Load()
+	s.TxQueueDrops += c.TxQueueDrops.Load()
+	s.TxErrors += c.TxErrors.Load()
+}
+
+// transport is the transport counters so far.
+func (p *swPort) transport() trStats {
+	s := p.trBase
+	if p.tr != nil {
+		s.add(&p.tr.Counters)
+	}
+	s.TxFrames += p.st.DirectTxFrames
+	s.TxBytes += p.st.DirectTxBytes
+	s.TxErrors += p.st.DirectTxErrors
+	return s
+}
+
+// up is the state the switch engine sees: administratively up and a peer
+// attached.
+func (p *swPort) up() bool { return p.adminUp && p.connected }
+
+func (p *swPort) syncUp() {
+	up := p.up()
+	if !up {
+		p.out.flush()
+		if p.in != nil {
+			p.in.flush()
+		}
+	}
+	p.d.sw.SetPortUp(p.idx, up)
+}
+
+// Transmit implements switchcore.PortTx: the engine starts f on this port
+// now. The frame is captured as the switch sent it, then crosses the wire.
+func (p *swPort) Transmit(f *frame.Frame) {
+	d := p.d
+	now := d.clk.Now()
+	lost := p.loss > 0 && d.rng.Float64() < p.loss
+	if len(p.caps) > 0 {
+		note := f.Note
+		if f.Len() >= wire.EthernetSize && f.Data[12] == 0x88 && f.Data[13] == 0x08 {
+			note = joinNote(note, pfcNote(f.Data, "sent"))
+		}
+		if lost {
+			note = joinNote(note, "lost on the emulated link")
+		}
+		d.capture(p, dirTx, f.Data, note)
+	}
+	if lost {
+		p.st.LinkLossTx++
+		f.Put()
+		return
+	}
+	if p.corrupt > 0 && d.rng.Float64() < p.corrupt {
+		corrupt(f, d.rng)
+		p.st.LinkCorruptTx++
+	}
+	f.Note = ""
+	p.out.push(now, f, f.TailAt)
+}
+
+// toPeer is the egress wire's sink: the frame reached the peer's end.
+func (p *swPort) toPeer(f *frame.Frame, _, _ clock.Time) {
+	if p.tr == nil {
+		p.st.NotConnected++
+		f.Put()
+		return
+	}
+	if p.direct {
+		n := f.Len()
+		f.Prepend(rt.VnetHdrLen) // the TAP writes its zeroed vnet header here
+		p.one[0] = f.Data
+		if _, err := p.tap.Write(p.one[:], rt.VnetHdrLen); err != nil {
+			p.st.DirectTxErrors++
+		} else {
+			p.st.DirectTxFrames++
+			p.st.DirectTxBytes += uint64(n)
+		}
+		p.one[0] = nil
+		f.Put()
+		return
+	}
+	p.tr.Transmit(f)
+}
+
+// deliver is the transport's Deliver: a batch arrived from the peer.
+func (p *swPort) deliver(fs []*frame.Frame) {
+	d := p.d
+	if p.in == nil {
+		// The peer emulated the wire; its pacer released the frame at our
+		// cut-through point, so the tail is still arriving.
+		for _, f := range fs {
+			if hb := d.headBytes; hb > 0 && f.Len() > hb {
+				f.TailAt = f.HeadAt + clock.SerializationTime(f.Len()-hb, p.speed)
+			}
+			p.ingress(f)
+		}
+		return
+	}
+	now := d.clk.Now()
+	for _, f := range fs {
+		if p.loss > 0 && d.rng.Float64() < p.loss {
+			p.st.LinkLossRx++
+			if len(p.caps) > 0 {
+				d.capture(p, dirRx, f.Data, "lost on the emulated link")
+			}
+			f.Put()
+			continue
+		}
+		if p.corrupt > 0 && d.rng.Float64() < p.corrupt {
+			corrupt(f, d.rng)
+			p.st.LinkCorruptRx++
+		}
+		p.in.push(now, f, 0)
+	}
+}
+
+// fromPeer is the ingress wire's sink (TAP ports): the frame's head
+// reached the switch at release, its tail arrives at tail.
+func (p *swPort) fromPeer(f *frame.Frame, release, tail clock.Time) {
+	f.HeadAt, f.TailAt = release, max(tail, release)
+	p.ingress(f)
+}
+
+// ingress hands a frame to the switch, flooding broadcast and multicast.
+//
+// The switch engine never floods (unknown unicast flooding on a lossless
+// fabric is a known cause of PFC deadlocks); unicast is forwarded by the
+// static entries and routes built from the lab file. ARP and IPv6
+// neighbour discovery still need broadcast and multicast to reach the
+// other hosts, so the daemon copies group-addressed frames to every other
+// connected port, as a plain L2 switch does, outside the engine's queues.
+// IEEE 802.1 reserved addresses (01:80:C2:00:00:0x: PFC, PAUSE, LLDP,
+// STP) are link-local and go to the engine, never flooded.
+func (p *swPort) ingress(f *frame.Frame) {
+	d := p.d
+	b := f.Data
+	if len(b) >= wire.EthernetSize && b[0]&1 != 0 && !linkLocal(b) {
+		if len(p.caps) > 0 {
+			d.capture(p, dirRx, b, "flooded (broadcast/multicast)")
+		}
+		p.st.FloodRx++
+		now := d.clk.Now()
+		for _, q := range d.ports {
+			if q == p || !q.up() {
+				continue
+			}
+			c := f.Clone()
+			q.st.FloodTx++
+			if len(q.caps) > 0 {
+				d.capture(q, dirTx, c.Data, "flooded (broadcast/multicast)")
+			}
+			q.out.push(now, c, 0)
+		}
+		f.Put()
+		return
+	}
+	if len(p.caps) == 0 && !d.capturing {
+		d.sw.Receive(p.idx, f)
+		return
+	}
+	d.receiveCaptured(p, f)
+}
+
+// linkLocal reports whether an Ethernet frame goes to an IEEE 802.1
+// reserved address 01:80:C2:00:00:00..0F.
+func linkLocal(b []byte) bool {
+	return b[0] == 0x01 && b[1] == 0x80 && b[2] == 0xC2 && b[3] == 0 && b[4] == 0 && b[5] <= 0x0F
+}
+
+// corrupt flips one byte after the Ethernet header, as a bit error the
+// receiver's FCS (or IP/TCP checksum, or ICRC) catches.
+func corrupt(f *frame.Frame, rng *rand.Rand) {
+	f.Corrupt = true
+	if n := f.Len(); n > wire.EthernetSize {
+		i := wire.EthernetSize + rng.IntN(n-wire.EthernetSize)
+		f.Data[i] ^= 0xFF
+	}
+}
