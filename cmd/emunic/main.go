@@ -1,0 +1,87 @@
+// Command emunic runs one emulated RDMA NIC in real time: it creates and
+// owns the host's TAP interface, connects the NIC's port to its link, and
+// serves a control socket for counters, QoS and the built-in RDMA engine
+// (package nicd has the logic; this file wires flags to it).
+//
+//	emunic --lab FILE --node NAME --tap eth0@NETNS --port URI --control /path/ctl.sock
+//	       [--metrics ADDR] [--time-dilation N] [--log FILE]
+//
+// URI is seqpacket-listen:/path.sock, seqpacket-dial:/path.sock or
+// udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT. It prints "ready" on stdout once
+// the TAP and the port are up, and exits cleanly on SIGTERM or SIGINT.
+package main
+
+import (
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/nicd"
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "emunic:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	fs := pflag.NewFlagSet("emunic", pflag.ContinueOnError)
+	labFile := fs.String("lab", "", "lab file")
+	node := fs.String("node", "", "the NIC node in the lab file")
+	tap := fs.String("tap", "", "host interface to create, IFNAME@NETNS")
+	port := fs.String("port", "", "link: seqpacket-listen:PATH, seqpacket-dial:PATH or udp:LOCAL,REMOTE")
+	control := fs.String("control", "", "control socket path (created with mode 0600)")
+	metrics := fs.String("metrics", "", "Prometheus /metrics listen address, e.g. 127.0.0.1:9101")
+	dilation := fs.Int("time-dilation", 1, "run the emulated link N times slower than the wall clock")
+	logFile := fs.String("log", "", "log file (default stderr)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *labFile == "":
+		return fmt.Errorf("--lab is required")
+	case *node == "":
+		return fmt.Errorf("--node is required")
+	case *port == "":
+		return fmt.Errorf("--port is required")
+	case *dilation < 1:
+		return fmt.Errorf("--time-dilation %d: must be >= 1", *dilation)
+	case fs.NArg() > 0:
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var lw io.Writer = os.Stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("--log %s: %w", *logFile, err)
+		}
+		defer f.Close()
+		lw = f
+	}
+	logger := log.New(lw, "emunic "+*node+": ", log.LstdFlags|log.Lmicroseconds)
+	spec, err := lab.Load(*labFile)
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	d, err := nicd.Start(nicd.Options{Spec: spec, Node: *node, TAP: *tap, Port: *port, Control: *control,
+		Metrics: *metrics, TimeDilation: *dilation, Log: logger})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "ready")
+	select {
+	case s := <-sig:
+		logger.Printf("%v: shutting down", s)
+	case <-d.Done():
+	}
+	return d.Close()
+}

@@ -1,0 +1,118 @@
+package nicd
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire/capture"
+)
+
+// Live capture of the NIC's link port, as emuswitch's capture op:
+// {"op":"capture"} answers one OK line, then the connection carries a
+// pcapng stream (one Ethernet interface, the port) of every frame the NIC
+// receives from and sends to the wire, each with a comment naming its
+// direction and, for transmitted frames, the priority queue it left from.
+// It ends when the client closes the connection.
+
+// captureQueue is how many frames may wait for a slow capture client;
+// beyond it frames are left out of the capture (counted), never delayed.
+const captureQueue = 4096
+
+type capRec struct {
+	at      time.Time
+	data    []byte
+	tx      bool
+	prio    uint8
+	dropped uint64 // frames left out before this one
+}
+
+type capSub struct {
+	ch      chan capRec
+	dropped atomic.Uint64
+	pending uint64 // loop goroutine: drops not yet reported in a comment
+}
+
+// capture copies f to every capture subscriber. Loop goroutine. The copy is
+// the price of capturing; without subscribers this is one length check.
+func (d *Daemon) capture(f *frame.Frame, tx bool) {
+	if len(d.caps) == 0 {
+		return
+	}
+	now := time.Now()
+	for _, s := range d.caps {
+		r := capRec{at: now, data: append([]byte(nil), f.Data...), tx: tx, prio: f.Priority, dropped: s.pending}
+		select {
+		case s.ch <- r:
+			s.pending = 0
+		default:
+			s.pending++
+			s.dropped.Add(1)
+		}
+	}
+}
+
+// streamCapture runs a capture on an accepted control connection after
+// its OK line: it registers a subscriber on the loop, writes pcapng until
+// the client goes away or the daemon closes, and unregisters.
+func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
+	s := &capSub{ch: make(chan capRec, captureQueue)}
+	if err := d.Do(func() { d.caps = append(d.caps, s) }); err != nil {
+		return err
+	}
+	defer d.Do(func() {
+		for i, x := range d.caps {
+			if x == s {
+				d.caps = append(d.caps[:i], d.caps[i+1:]...)
+				break
+			}
+		}
+	})
+	w, err := capture.NewNgWriter(c, "emunic")
+	if err != nil {
+		return err
+	}
+	id, err := w.AddInterface(capture.Interface{LinkType: capture.LinkTypeEthernet,
+		Name: d.cfg.NIC.Name + ":" + d.cfg.Port, Description: "emunic " + d.cfg.NIC.Name + " link port (" + d.portName() + ")"})
+	if err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	// The client ends a capture by closing; anything it sends is ignored.
+	gone := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, rest)
+		close(gone)
+	}()
+	flush := time.NewTicker(100 * time.Millisecond)
+	defer flush.Stop()
+	for {
+		select {
+		case r := <-s.ch:
+			comment := "rx"
+			if r.tx {
+				comment = fmt.Sprintf("tx prio %d", r.prio)
+			}
+			if r.dropped > 0 {
+				comment += fmt.Sprintf("; %d frames before this one not captured (slow reader)", r.dropped)
+			}
+			if err := w.WritePacket(id, r.at, r.data, comment); err != nil {
+				return nil
+			}
+		case <-flush.C:
+			if err := w.Flush(); err != nil {
+				return nil
+			}
+		case <-gone:
+			return nil
+		case <-d.closing:
+			w.Flush()
+			return nil
+		}
+	}
+}

@@ -1,0 +1,230 @@
+package nicd
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/emufabric/emufabric/nic"
+	"golang.org/x/sys/unix"
+)
+
+// Client talks to one emunic's control socket. A perf run holds one
+// Client per daemon: it registers a Buffer on each, creates a QP on each,
+// hands each QP the other's QPInfo (Connect), then posts work requests and
+// polls completions. Everything the Client created goes away when it is
+// closed. Safe for concurrent use (requests are serialized).
+type Client struct {
+	mu sync.Mutex
+	c  *net.UnixConn
+	r  *bufio.Reader
+}
+
+// Dial connects to a control socket.
+func Dial(path string) (*Client, error) {
+	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{c: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
+}
+
+// Close closes the connection; the daemon then destroys the session's QPs
+// and unmaps its regions.
+func (c *Client) Close() error { return c.c.Close() }
+
+// Call sends one request (with fd as SCM_RIGHTS if fd >= 0) and returns
+// the response; a response with ok false is returned with an error
+// carrying the daemon's message.
+func (c *Client) Call(req *Request, fd int) (*Response, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var oob []byte
+	if fd >= 0 {
+		oob = unix.UnixRights(fd)
+	}
+	n, _, err := c.c.WriteMsgUnix(b, oob, nil)
+	if err != nil {
+		return nil, err
+	}
+	if n < len(b) {
+		if _, err := c.c.Write(b[n:]); err != nil {
+			return nil, err
+		}
+	}
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return nil, err
+	}
+	var resp Response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return nil, fmt.Errorf("bad response: %w", err)
+	}
+	if !resp.OK {
+		return &resp, fmt.Errorf("%s: %s", req.Op, resp.Error)
+	}
+	return &resp, nil
+}
+
+// Status returns the daemon's status.
+func (c *Client) Status() (*Status, error) {
+	r, err := c.Call(&Request{Op: "status"}, -1)
+	if err != nil {
+		return nil, err
+	}
+	return r.Status, nil
+}
+
+// Counters returns the NIC's counters: the response's Ports[0].Counters
+// (ethtool names), HWCounters (RDMA), Transport, and the text layouts.
+func (c *Client) Counters() (*Response, error) { return c.Call(&Request{Op: "counters"}, -1) }
+
+// MlnxQos returns the `mlnx_qos -i` view of the NIC's QoS.
+func (c *Client) MlnxQos() (string, error) {
+	r, err := c.Call(&Request{Op: "mlnx_qos"}, -1)
+	if err != nil {
+		return "", err
+	}
+	return r.Text, nil
+}
+
+// Buffer is memory a program shares with a NIC: a memfd, sealed against
+// shrinking (the daemon refuses others), mapped here and, once
+// registered, in the daemon, which then reads and writes Bytes directly.
+type Buffer struct {
+	Bytes []byte
+	fd    int
+}
+
+// NewBuffer creates a shared buffer of size bytes.
+func NewBuffer(size int) (*Buffer, error) {
+	if size <= 0 {
+		return nil, errors.New("buffer: size must be > 0")
+	}
+	fd, err := unix.MemfdCreate("emunic-buffer", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, fmt.Errorf("memfd_create: %w", err)
+	}
+	if err := unix.Ftruncate(fd, int64(size)); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("ftruncate: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("seal: %w", err)
+	}
+	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("mmap: %w", err)
+	}
+	return &Buffer{Bytes: mem, fd: fd}, nil
+}
+
+// Close unmaps the buffer here; a daemon that registered it keeps its own
+// mapping until the region is deregistered or the session ends.
+func (b *Buffer) Close() error {
+	if b.fd < 0 {
+		return nil
+	}
+	err := errors.Join(unix.Munmap(b.Bytes), unix.Close(b.fd))
+	b.Bytes, b.fd = nil, -1
+	return err
+}
+
+// RegMR registers the whole buffer with the NIC (ibv_reg_mr).
+func (c *Client) RegMR(b *Buffer, access nic.AccessFlags) (*MRInfo, error) {
+	r, err := c.Call(&Request{Op: "reg_mr", Length: uint64(len(b.Bytes)), Access: access}, b.fd)
+	if err != nil {
+		return nil, err
+	}
+	return r.MR, nil
+}
+
+// DeregMR deregisters a region.
+func (c *Client) DeregMR(mr uint32) error {
+	_, err := c.Call(&Request{Op: "dereg_mr", MR: mr}, -1)
+	return err
+}
+
+// CreateCQ creates a completion queue of at least cqe entries.
+func (c *Client) CreateCQ(cqe int) (uint32, error) {
+	r, err := c.Call(&Request{Op: "create_cq", CQE: cqe}, -1)
+	if err != nil {
+		return 0, err
+	}
+	return r.CQ, nil
+}
+
+// QPCreate sizes a QP.
+type QPCreate struct {
+	Type               string // "rc" (default) or "uc"
+	SendCQ, RecvCQ     uint32
+	MaxSendWR, MaxRecv int
+}
+
+// CreateQP creates a QP and returns what its peer needs to connect.
+func (c *Client) CreateQP(a QPCreate) (*QPInfo, error) {
+	r, err := c.Call(&Request{Op: "create_qp", QPType: a.Type, SendCQ: a.SendCQ, RecvCQ: a.RecvCQ,
+		MaxSendWR: a.MaxSendWR, MaxRecvWR: a.MaxRecv}, -1)
+	if err != nil {
+		return nil, err
+	}
+	return r.QP, nil
+}
+
+// Connect brings the QP to RTS facing remote (nil attr: defaults).
+func (c *Client) Connect(qp uint32, remote *QPInfo, attr *ConnectAttr) error {
+	rem := *remote
+	rem.Handle = 0
+	_, err := c.Call(&Request{Op: "connect", QP: qp, Remote: &rem, Attr: attr}, -1)
+	return err
+}
+
+// DestroyQP destroys a QP.
+func (c *Client) DestroyQP(qp uint32) error {
+	_, err := c.Call(&Request{Op: "destroy_qp", QP: qp}, -1)
+	return err
+}
+
+// PostSend posts wr repeat times (WRIDs wr.WRID, wr.WRID+1, ...) and
+// returns how many were posted.
+func (c *Client) PostSend(qp uint32, wr *WorkRequest, repeat int) (int, error) {
+	r, err := c.Call(&Request{Op: "post_send", QP: qp, WR: wr, Repeat: repeat}, -1)
+	if r == nil {
+		return 0, err
+	}
+	return r.Posted, err
+}
+
+// PostRecv posts a receive work request repeat times.
+func (c *Client) PostRecv(qp uint32, wr *WorkRequest, repeat int) (int, error) {
+	r, err := c.Call(&Request{Op: "post_recv", QP: qp, WR: wr, Repeat: repeat}, -1)
+	if r == nil {
+		return 0, err
+	}
+	return r.Posted, err
+}
+
+// PollCQ returns up to max completions, waiting up to timeout until at
+// least min are there (min 0: never waits).
+func (c *Client) PollCQ(cq uint32, max, min int, timeout time.Duration) ([]WC, error) {
+	ms := int(timeout / time.Millisecond)
+	if timeout > 0 && ms == 0 {
+		ms = 1
+	}
+	r, err := c.Call(&Request{Op: "poll_cq", CQ: cq, Max: max, Min: min, TimeoutMs: ms}, -1)
+	if r == nil {
+		return nil, err
+	}
+	return r.WC, err
+}

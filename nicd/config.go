@@ -1,0 +1,193 @@
+package nicd
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/nic"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// PortURI is a parsed --port value: how the NIC's link reaches its peer
+// (the daemon contract's URIs, the same as emuswitch's port bindings).
+type PortURI struct {
+	Kind string // "seqpacket-listen", "seqpacket-dial" or "udp"
+	Path string // seqpacket socket file
+	// Local and Remote are the UDP link's ends.
+	Local, Remote netip.AddrPort
+}
+
+// ParsePortURI parses seqpacket-listen:/path, seqpacket-dial:/path or
+// udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT (IPv6 in brackets).
+func ParsePortURI(s string) (PortURI, error) {
+	kind, rest, ok := strings.Cut(s, ":")
+	if !ok {
+		return PortURI{}, fmt.Errorf("--port %q: want seqpacket-listen:PATH, seqpacket-dial:PATH or udp:LOCAL,REMOTE", s)
+	}
+	switch kind {
+	case "seqpacket-listen", "seqpacket-dial":
+		if rest == "" || !strings.HasPrefix(rest, "/") {
+			return PortURI{}, fmt.Errorf("--port %q: the socket path must be absolute", s)
+		}
+		return PortURI{Kind: kind, Path: rest}, nil
+	case "udp":
+		l, r, ok := strings.Cut(rest, ",")
+		if !ok {
+			return PortURI{}, fmt.Errorf("--port %q: want udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT", s)
+		}
+		la, err := netip.ParseAddrPort(l)
+		if err != nil {
+			return PortURI{}, fmt.Errorf("--port %q: local address: %v", s, err)
+		}
+		ra, err := netip.ParseAddrPort(r)
+		if err != nil {
+			return PortURI{}, fmt.Errorf("--port %q: remote address: %v", s, err)
+		}
+		if ra.Port() == 0 {
+			return PortURI{}, fmt.Errorf("--port %q: the remote port must not be 0", s)
+		}
+		return PortURI{Kind: kind, Local: la, Remote: ra}, nil
+	}
+	return PortURI{}, fmt.Errorf("--port %q: unknown transport %q (want seqpacket-listen, seqpacket-dial or udp)", s, kind)
+}
+
+func (u PortURI) String() string {
+	if u.Kind == "udp" {
+		return "udp:" + u.Local.String() + "," + u.Remote.String()
+	}
+	return u.Kind + ":" + u.Path
+}
+
+// TAPSpec is a parsed --tap value, IFNAME@NETNS: the interface the daemon
+// creates and the named network namespace (under /run/netns) it lives in.
+// An empty Netns is the daemon's own namespace.
+type TAPSpec struct {
+	Name  string
+	Netns string
+}
+
+// ParseTAP parses IFNAME[@NETNS]. Both names are checked so they cannot
+// reach outside /run/netns or exceed the kernel's 15-byte interface names.
+func ParseTAP(s string) (TAPSpec, error) {
+	name, ns, _ := strings.Cut(s, "@")
+	if err := checkIfName(name); err != nil {
+		return TAPSpec{}, fmt.Errorf("--tap %q: %v", s, err)
+	}
+	if strings.Contains(s, "@") {
+		if ns == "" || strings.ContainsAny(ns, "/\x00") || ns == "." || ns == ".." || len(ns) > 255 {
+			return TAPSpec{}, fmt.Errorf("--tap %q: bad namespace name %q", s, ns)
+		}
+	}
+	return TAPSpec{Name: name, Netns: ns}, nil
+}
+
+func checkIfName(s string) error {
+	if s == "" || len(s) > 15 {
+		return fmt.Errorf("interface name %q: 1 to 15 bytes", s)
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return fmt.Errorf("interface name %q: only letters, digits, '_', '-' and '.'", s)
+		}
+	}
+	return nil
+}
+
+// roceOverhead is what an RDMA payload carries on the IP layer at most: an
+// IPv6 header (40), UDP (8), BTH (12), RETH (16) and the ICRC (4). A port
+// MTU whose packets fit the link MTU with it never needs IP fragmentation.
+const roceOverhead = 40 + 8 + 12 + 16 + 4
+
+// PortMTUFor is the largest IB MTU (256..4096) whose RoCEv2 packets fit an
+// Ethernet link of the given IP MTU, as the mlx5 driver derives the
+// active_mtu of a RoCE port from the netdev MTU; 0 if not even 256 fits.
+func PortMTUFor(linkMTU int) int {
+	for m := 4096; m >= 256; m >>= 1 {
+		if m+roceOverhead <= linkMTU {
+			return m
+		}
+	}
+	return 0
+}
+
+// NodeConfig is what the daemon takes from the lab file for one NIC node.
+type NodeConfig struct {
+	NIC   nic.Config
+	Link  lab.LinkParams // the link on the NIC's port
+	Port  string         // the port's name in the lab file (eth0)
+	Lab   string
+	Notes []string // defaults taken because the lab file does not say, for the log
+}
+
+// NICConfig converts the lab file's node (a kind: nic node) into the NIC's
+// configuration: MAC and IPv4 from the spec's addressing, link rate and
+// port MTU from the link on the port named port ("" takes the node's first
+// port), trust (pcp tags frames with the priority in VLAN vid), and the
+// DCQCN knobs of the node's or the lab's dcqcn section (NVIDIA's profile
+// without one). The lab file has no NIC PFC or dscp2prio keys: PFC is
+// honoured on the priorities of the lab's PORT_QOS_MAP pfc_enable (the
+// switches the NIC faces) or on 3 if it says nothing, dscp2prio is
+// mlnx_qos's default (DSCP>>3); ignore_pfc turns PFC honouring off.
+func NICConfig(spec *lab.Spec, node, port string) (*NodeConfig, error) {
+	n := spec.Node(node)
+	if n == nil {
+		return nil, fmt.Errorf("--node %q: no such node in %s", node, spec.File)
+	}
+	if n.Kind != lab.KindNIC {
+		return nil, fmt.Errorf("--node %q: a %s, not a nic", node, n.Kind)
+	}
+	if spec.Fabric == lab.FabricIB {
+		return nil, fmt.Errorf("--node %q: lab %s is an InfiniBand fabric; emunic is a RoCEv2 NIC", node, spec.Name)
+	}
+	var p *lab.Port
+	if port != "" {
+		p = n.Port(port)
+	} else if len(n.Ports) > 0 {
+		p = n.Ports[0]
+	}
+	if p == nil || p.Link == nil {
+		return nil, fmt.Errorf("--node %q: port %q has no link in %s", node, port, spec.File)
+	}
+	nc := &NodeConfig{Link: p.Link.LinkParams, Port: p.Name, Lab: spec.Name}
+	pmtu := PortMTUFor(p.Link.MTU)
+	if pmtu == 0 {
+		return nil, fmt.Errorf("--node %q: link mtu %d is too small for RoCEv2 (at least %d)", node, p.Link.MTU, 256+roceOverhead)
+	}
+	c := nic.Config{
+		Name:    n.Name,
+		MAC:     wire.MAC(n.MAC),
+		IP:      netip.AddrFrom4(n.IPv4),
+		Rate:    p.Link.Rate,
+		PortMTU: pmtu,
+		Trust:   nic.TrustDSCP,
+		Tagged:  n.Tagged,
+		VID:     n.VID,
+	}
+	if n.Trust == lab.TrustPCP || n.Tagged {
+		c.Trust = nic.TrustPCP
+	}
+	if dc := spec.DCQCNOf(n); dc != nil {
+		k := *dc
+		c.DCQCN = &k
+	} else {
+		nc.Notes = append(nc.Notes, "no dcqcn section: DCQCN runs the NVIDIA profile")
+	}
+	var pfc [8]bool
+	switch {
+	case n.IgnorePFC:
+		nc.Notes = append(nc.Notes, "ignore_pfc: received PFC is not honoured")
+	case spec.QoS != nil && spec.QoS.PortQoSMap != nil && spec.QoS.PortQoSMap.PFCEnableSet:
+		for i := range 8 {
+			pfc[i] = spec.QoS.PortQoSMap.PFCEnable&(1<<i) != 0
+		}
+	default:
+		pfc[3] = true
+		nc.Notes = append(nc.Notes, "no PORT_QOS_MAP pfc_enable in the lab file: PFC honoured on priority 3")
+	}
+	c.PFC = &pfc
+	nc.Notes = append(nc.Notes, "trust "+c.Trust.String()+", default dscp2prio (DSCP>>3)")
+	nc.NIC = c
+	return nc, nil
+}

@@ -1,0 +1,117 @@
+package nicd
+
+import (
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/nic"
+	"github.com/emufabric/emufabric/rt"
+)
+
+// txGate is the NIC's PortTx on a real transport. The NIC serializes at
+// the emulated link rate, which may be faster than the machine moves
+// frames between processes (a 100 Gb/s link on a laptop), and the real-
+// time clock replays late timers in bursts. A real NIC never drops on its
+// own egress: when the transport's queue holds more than gateHigh frames
+// the gate takes the NIC's port off the wire (nic.SetLinkUp(false): frames
+// and QPs wait, RC timers keep running) and polls until the writer has
+// drained below gateLow. So the engine's RDMA traffic slows to what the
+// machine can carry instead of losing frames to the port queue (which
+// would cost go-back-N retransmissions), and kernel traffic sees the NIC's
+// own per-priority queues fill, as behind a slower wire. Loop goroutine
+// only.
+type txGate struct {
+	nic   *nic.NIC
+	port  *rt.Port
+	clk   *rt.Clock
+	timer clock.Timer
+	poll  clock.Time
+	sent  uint64 // frames handed to the port
+	up    bool   // the link is connected
+	admin bool   // the link is administratively up (the link op)
+	held  bool   // the gate holds the NIC back
+	holds uint64 // times the gate closed, for status
+	tap   func(f *frame.Frame, tx bool)
+	dead  bool // replaced by the gate of a new connection
+}
+
+const (
+	gateHigh = linkTxQueue * 3 / 4
+	gateLow  = linkTxQueue / 4
+	// gatePoll is the wall time between checks while held: at 10 Gb/s
+	// the writer moves about 60 frames of 4 KiB in it, well inside
+	// gateHigh - gateLow.
+	gatePollWall = 20 * clock.Microsecond
+)
+
+func newTxGate(n *nic.NIC, p *rt.Port, clk *rt.Clock) *txGate {
+	g := &txGate{nic: n, port: p, clk: clk, admin: true, poll: max(gatePollWall/clock.Time(clk.Dilation()), clock.Nanosecond)}
+	g.timer = clk.NewTimer(g.check)
+	return g
+}
+
+var _ nic.PortTx = (*txGate)(nil)
+
+// inflight is the number of frames handed to the port that the writer has
+// not finished with (written, refused or dropped).
+func (g *txGate) inflight() uint64 {
+	c := &g.port.Counters
+	done := c.TxFrames.Load() + c.TxQueueDrops.Load() + c.TxErrors.Load()
+	if done >= g.sent {
+		return 0
+	}
+	return g.sent - done
+}
+
+// Transmit implements nic.PortTx.
+func (g *txGate) Transmit(f *frame.Frame) {
+	if g.tap != nil {
+		g.tap(f, true)
+	}
+	g.port.Transmit(f)
+	g.sent++
+	if !g.held && g.inflight() >= gateHigh {
+		g.held = true
+		g.holds++
+		g.apply()
+		g.timer.Reset(g.clk.Now() + g.poll)
+	}
+}
+
+// poke re-checks a held gate when the loop runs anyway (a batch of frames
+// arrived): runtime timers fire tens of microseconds late, long enough for
+// the writer to drain its queue and leave the link idle.
+func (g *txGate) poke() {
+	if g != nil && g.held {
+		g.check()
+	}
+}
+
+func (g *txGate) check() {
+	if g.dead {
+		return
+	}
+	if g.inflight() > gateLow {
+		g.timer.Reset(g.clk.Now() + g.poll)
+		return
+	}
+	g.held = false
+	g.apply()
+}
+
+func (g *txGate) setUp(up bool) {
+	g.up = up
+	g.apply()
+}
+
+func (g *txGate) apply() {
+	if !g.dead {
+		g.nic.SetLinkUp(g.up && g.admin && !g.held)
+	}
+}
+
+// retire stops a gate whose connection is gone, so it never touches the
+// NIC's link state again.
+func (g *txGate) retire() {
+	g.dead = true
+	g.timer.Stop()
+}

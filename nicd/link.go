@@ -1,0 +1,189 @@
+package nicd
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/emufabric/emufabric/rt"
+)
+
+// openLink binds the link port: an in-process link or a dialled or UDP
+// one is attached now; a listening port accepts its peer in the
+// background.
+func (d *Daemon) openLink() error {
+	if d.opts.Link != nil {
+		return d.attachLink(d.opts.Link)
+	}
+	switch d.uri.Kind {
+	case "seqpacket-dial":
+		deadline := time.Now().Add(d.opts.DialTimeout)
+		for {
+			sp, err := rt.DialSeqpacket(d.uri.Path)
+			if err == nil {
+				return d.attachLink(sp)
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("--port %s: %w", d.uri, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	case "udp":
+		u, err := rt.DialUDP(d.uri.Local, d.uri.Remote)
+		if err != nil {
+			return fmt.Errorf("--port %s: %w", d.uri, err)
+		}
+		return d.attachLink(u)
+	}
+	if err := removeStaleSocket(d.uri.Path, "unixpacket"); err != nil {
+		return fmt.Errorf("--port %s: %w", d.uri, err)
+	}
+	ln, err := rt.ListenSeqpacket(d.uri.Path)
+	if err != nil {
+		return fmt.Errorf("--port %s: %w", d.uri, err)
+	}
+	d.mu.Lock()
+	d.listener = ln
+	d.mu.Unlock()
+	go d.accept(ln)
+	return nil
+}
+
+// accept waits for the one peer of a listening port and attaches it on
+// the loop. The socket file is removed once the peer is connected.
+func (d *Daemon) accept(ln *rt.SeqpacketListener) {
+	sp, err := ln.Accept()
+	d.mu.Lock()
+	d.listener = nil
+	d.mu.Unlock()
+	ln.Close()
+	if err != nil {
+		if !errors.Is(err, rt.ErrClosed) {
+			d.setLink(LinkDown, err)
+			d.log.Printf("port %s: accept: %v", d.uri, err)
+		}
+		return
+	}
+	ok := d.loop.Post(func() {
+		if err := d.attachLink(sp); err != nil {
+			d.log.Printf("port %s: %v", d.uri, err)
+		}
+	})
+	if !ok {
+		sp.Close()
+	}
+}
+
+// attachLink connects the NIC to link. Before Run or on the loop.
+func (d *Daemon) attachLink(link rt.Link) error {
+	p, err := d.loop.Attach(link, rt.PortConfig{Index: 0, Name: d.cfg.NIC.Name + ":" + d.cfg.Port,
+		Log: d.rtLogger(), TxQueue: linkTxQueue, Deliver: d.fromLink})
+	if err != nil {
+		link.Close()
+		return err
+	}
+	d.linkPort = p
+	d.mu.Lock()
+	d.pubLink = p
+	d.mu.Unlock()
+	if d.gate != nil {
+		d.gate.retire()
+	}
+	d.gate = newTxGate(d.nic, p, d.clk)
+	d.gate.tap = d.capture
+	d.gate.admin = !d.adminDown
+	d.nic.Attach(d.gate)
+	d.gate.setUp(true)
+	d.setLink(LinkUp, nil)
+	go func() {
+		<-p.Done()
+		d.loop.Post(func() {
+			if d.linkPort == p {
+				d.gate.setUp(false)
+			}
+		})
+		if err := p.Err(); err != nil && !errors.Is(err, rt.ErrClosed) {
+			d.setLink(LinkDown, err)
+		} else {
+			d.setLink(LinkDown, errors.New("peer closed the link"))
+		}
+		d.reconnect(p)
+	}()
+	return nil
+}
+
+// reconnect waits for the peer to come back after the link went away (a
+// restarted daemon): a listening port listens again on its path, a
+// dialling port redials until it connects or the daemon closes. UDP
+// links and in-process links have no connection to lose.
+func (d *Daemon) reconnect(old *rt.Port) {
+	select {
+	case <-d.closing:
+		return
+	default:
+	}
+	switch {
+	case d.opts.Link != nil || d.uri.Kind == "udp":
+		return
+	case d.uri.Kind == "seqpacket-listen":
+		ln, err := rt.ListenSeqpacket(d.uri.Path)
+		if err != nil {
+			d.log.Printf("port %s: listen again: %v", d.uri, err)
+			return
+		}
+		d.mu.Lock()
+		select {
+		case <-d.closing:
+			d.mu.Unlock()
+			ln.Close()
+			return
+		default:
+		}
+		d.listener = ln
+		d.linkState = LinkWaiting
+		d.mu.Unlock()
+		d.log.Printf("port %s: peer gone, listening again", d.uri)
+		old.Close()
+		d.accept(ln)
+	default:
+		old.Close()
+		d.log.Printf("port %s: peer gone, redialling", d.uri)
+		for {
+			sp, err := rt.DialSeqpacket(d.uri.Path)
+			if err == nil {
+				if !d.loop.Post(func() {
+					if err := d.attachLink(sp); err != nil {
+						d.log.Printf("port %s: %v", d.uri, err)
+					}
+				}) {
+					sp.Close()
+				}
+				return
+			}
+			select {
+			case <-d.closing:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (d *Daemon) setLink(state string, err error) {
+	d.mu.Lock()
+	d.linkState, d.linkErr = state, err
+	d.mu.Unlock()
+}
+
+func (d *Daemon) currentLinkPort() *rt.Port {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pubLink
+}
+
+// LinkState is the link's state and, when down, why.
+func (d *Daemon) LinkState() (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.linkState, d.linkErr
+}

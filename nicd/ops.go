@@ -1,0 +1,215 @@
+package nicd
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The control requests that are not the engine's (session.go) or a
+// capture (capture.go).
+
+// handle answers one request.
+func (d *Daemon) handle(s *session, req *Request, fr *fdReader) *Response {
+	var resp *Response
+	var err error
+	switch req.Op {
+	case "status":
+		resp, err = d.opStatus()
+	case "counters":
+		resp, err = d.opCounters()
+	case "link":
+		resp, err = d.opLink(req)
+	case "mlnx_qos":
+		var sb strings.Builder
+		var werr error
+		if err = d.Do(func() { werr = d.nic.WriteMlnxQos(&sb) }); err == nil {
+			err = werr
+		}
+		resp = &Response{Text: sb.String()}
+	case "reg_mr":
+		resp, err = s.regMR(req, fr.takeFD())
+	case "dereg_mr":
+		resp, err = s.deregMR(req)
+	case "create_cq":
+		resp, err = s.createCQ(req)
+	case "create_qp":
+		resp, err = s.createQP(req)
+	case "connect":
+		resp, err = s.connect(req)
+	case "destroy_qp":
+		resp, err = s.destroyQP(req)
+	case "post_send":
+		resp, err = s.postSend(req)
+	case "post_recv":
+		resp, err = s.postRecv(req)
+	case "poll_cq":
+		resp, err = s.pollCQ(req)
+	case "":
+		err = errors.New(`request without "op"`)
+	default:
+		err = fmt.Errorf("unknown op %q", req.Op)
+	}
+	if err != nil {
+		if resp == nil {
+			resp = &Response{}
+		}
+		resp.OK = false
+		resp.Error = err.Error()
+		return resp
+	}
+	resp.OK = true
+	return resp
+}
+
+func (d *Daemon) opStatus() (*Response, error) {
+	st := &Status{
+		Lab: d.cfg.Lab, Node: d.cfg.NIC.Name, Pid: pid, UptimeS: d.uptime().Seconds(),
+		MAC: d.cfg.NIC.MAC.String(), IP: d.cfg.NIC.IP.String(),
+		Port: d.cfg.Port, Transport: d.portName(),
+		RateBps: d.cfg.NIC.Rate, LinkMTU: d.cfg.Link.MTU, PortMTU: d.cfg.NIC.PortMTU,
+		TAP: d.TAPName(), Netns: d.tapSpec.Netns, TimeDilation: d.clk.Dilation(), Trust: d.cfg.NIC.Trust.String(),
+	}
+	state, lerr := d.LinkState()
+	st.Link = state
+	st.AdminDown = d.adminDownFlag.Load()
+	if lerr != nil {
+		st.LinkError = lerr.Error()
+	}
+	err := d.Do(func() {
+		st.GID = d.nic.GID().String()
+		st.Sessions = len(d.sessions)
+		for s := range d.sessions {
+			st.QPs += len(s.qps)
+		}
+		if d.gate != nil {
+			st.GateHolds = d.gate.holds
+		}
+	})
+	return &Response{Status: st}, err
+}
+
+// opCounters snapshots the NIC's counters on the loop and the transports'
+// from their atomics.
+func (d *Daemon) opCounters() (*Response, error) {
+	var eth, hw strings.Builder
+	var werr error
+	err := d.Do(func() {
+		werr = errors.Join(d.nic.WriteEthtool(&eth), d.nic.WriteHWCounters(&hw))
+	})
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp := &Response{
+		Ports:      []PortCounters{{Port: d.cfg.Port, Counters: parseEthtool(eth.String())}},
+		HWCounters: parseHWCounters(hw.String()),
+		Transport:  d.transportCounters(),
+		Ethtool:    eth.String(),
+		RDMA:       hw.String(),
+	}
+	return resp, nil
+}
+
+// transportCounters are the rt ports' and the TAP's counters, with the
+// emu_ names of the metrics endpoint minus the prefix.
+func (d *Daemon) transportCounters() map[string]uint64 {
+	m := map[string]uint64{}
+	if d.tapPort != nil {
+		c := &d.tapPort.Counters
+		m["tap_rx_frames"] = c.RxFrames.Load()
+		m["tap_rx_bytes"] = c.RxBytes.Load()
+		m["tap_tx_frames"] = c.TxFrames.Load()
+		m["tap_tx_bytes"] = c.TxBytes.Load()
+		m["tap_tx_queue_drops"] = c.TxQueueDrops.Load()
+		m["tap_tx_errors"] = c.TxErrors.Load()
+		t := &d.tap.Counters
+		m["tap_gso_frames"] = t.GSOFrames.Load()
+		m["tap_gso_segments"] = t.Segments.Load()
+		m["tap_csum_completed"] = t.CsumPartial.Load()
+		m["tap_malformed"] = t.Malformed.Load()
+		m["tap_unsupported_gso"] = t.Unsupported.Load()
+		m["tap_too_large"] = t.TooLarge.Load()
+	}
+	var lp = d.currentLinkPort()
+	if lp != nil {
+		c := &lp.Counters
+		m["link_rx_frames"] = c.RxFrames.Load()
+		m["link_rx_bytes"] = c.RxBytes.Load()
+		m["link_tx_frames"] = c.TxFrames.Load()
+		m["link_tx_bytes"] = c.TxBytes.Load()
+		m["link_tx_queue_drops"] = c.TxQueueDrops.Load()
+		m["link_tx_errors"] = c.TxErrors.Load()
+		m["link_rx_too_large"] = c.RxTooLarge.Load()
+	}
+	m["link_rx_admin_down"] = d.rxAdminDown.Load()
+	return m
+}
+
+// parseEthtool turns the `ethtool -S` text into a map.
+func parseEthtool(s string) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, l := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(l), ": ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+// parseHWCounters turns "name value" lines into a map.
+func parseHWCounters(s string) map[string]uint64 {
+	m := map[string]uint64{}
+	for _, l := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
+			m[k] = n
+		}
+	}
+	return m
+}
+
+// opLink sets the link administratively down or up, as pulling and
+// plugging the NIC's cable: down, the NIC sends nothing (its queues and
+// QPs wait, RC timers run) and frames from the wire are dropped
+// (link_rx_admin_down). Rate, delay and loss are the link's: they are set
+// on the switch port (emuswitch's link op); the NIC's port follows the
+// lab file.
+func (d *Daemon) opLink(req *Request) (*Response, error) {
+	if req.Rate != "" || req.Delay != "" || req.Loss != nil {
+		return nil, errors.New("link: emunic sets only state; rate, delay and loss are set on the switch port (emuswitch) of the link")
+	}
+	var down bool
+	switch req.State {
+	case "down":
+		down = true
+	case "up":
+	default:
+		return nil, fmt.Errorf("link: state %q: want up or down", req.State)
+	}
+	if req.Port != "" && req.Port != d.cfg.Port {
+		return nil, fmt.Errorf("link: port %q: this NIC's port is %q", req.Port, d.cfg.Port)
+	}
+	err := d.Do(func() {
+		d.adminDown = down
+		if d.gate != nil {
+			d.gate.admin = !down
+			d.gate.apply()
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.adminDownFlag.Store(down)
+	return &Response{}, nil
+}

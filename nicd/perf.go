@@ -1,0 +1,277 @@
+package nicd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/emufabric/emufabric/nic"
+)
+
+// Pair is a connected RC QP pair across two daemons, set up the way
+// perftest does: a buffer registered on each side, a CQ and a QP on each,
+// QPN/PSN/GID exchanged, both QPs brought to RTS. A is the requester of
+// Run; B the responder.
+type Pair struct {
+	A, B       *Client
+	ABuf, BBuf *Buffer
+	AMR, BMR   *MRInfo
+	AQP, BQP   *QPInfo
+	ACQ, BCQ   uint32 // each side's one CQ (send and receive)
+	Depth      int
+}
+
+// PairConfig sizes a Pair; zero fields take the defaults noted.
+type PairConfig struct {
+	BufSize int // bytes of each side's buffer; default 1 MiB
+	Depth   int // work requests in flight (perftest -t); default 128, perftest's
+	MTU     int // path MTU bytes; default the ports' MTU
+}
+
+// NewPair sets a connected pair up between the daemons a and b.
+func NewPair(a, b *Client, cfg PairConfig) (p *Pair, err error) {
+	if cfg.BufSize <= 0 {
+		cfg.BufSize = 1 << 20
+	}
+	if cfg.Depth <= 0 {
+		cfg.Depth = 128
+	}
+	p = &Pair{A: a, B: b, Depth: cfg.Depth}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	access := nic.IBV_ACCESS_LOCAL_WRITE | nic.IBV_ACCESS_REMOTE_WRITE | nic.IBV_ACCESS_REMOTE_READ
+	side := func(c *Client) (*Buffer, *MRInfo, uint32, *QPInfo, error) {
+		buf, err := NewBuffer(cfg.BufSize)
+		if err != nil {
+			return nil, nil, 0, nil, err
+		}
+		mr, err := c.RegMR(buf, access)
+		if err != nil {
+			return buf, nil, 0, nil, err
+		}
+		// Send and receive completions share the CQ: 2 x depth, plus
+		// room for a receive queue kept stocked.
+		cq, err := c.CreateCQ(4 * cfg.Depth)
+		if err != nil {
+			return buf, mr, 0, nil, err
+		}
+		qp, err := c.CreateQP(QPCreate{SendCQ: cq, RecvCQ: cq, MaxSendWR: cfg.Depth, MaxRecv: cfg.Depth})
+		return buf, mr, cq, qp, err
+	}
+	if p.ABuf, p.AMR, p.ACQ, p.AQP, err = side(a); err != nil {
+		return p, fmt.Errorf("side A: %w", err)
+	}
+	if p.BBuf, p.BMR, p.BCQ, p.BQP, err = side(b); err != nil {
+		return p, fmt.Errorf("side B: %w", err)
+	}
+	attr := &ConnectAttr{MTU: cfg.MTU}
+	if err = a.Connect(p.AQP.Handle, p.BQP, attr); err != nil {
+		return p, err
+	}
+	if err = b.Connect(p.BQP.Handle, p.AQP, attr); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// Close unmaps the local buffers (the daemons release theirs when the
+// clients close).
+func (p *Pair) Close() {
+	if p.ABuf != nil {
+		p.ABuf.Close()
+	}
+	if p.BBuf != nil {
+		p.BBuf.Close()
+	}
+}
+
+// PerfResult is what a Run moved.
+type PerfResult struct {
+	Op       nic.WROpcode
+	Size     int
+	Messages int
+	Bytes    uint64
+	Elapsed  time.Duration // first post to last completion
+}
+
+// Gbps is the goodput in Gb/s (perftest --report_gbits, BW average).
+func (r PerfResult) Gbps() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Bytes) * 8 / r.Elapsed.Seconds() / 1e9
+}
+
+// Run is ib_write_bw / ib_read_bw / ib_send_bw: iters messages of size
+// bytes from A's buffer to B's (READ: from B's into A's), Depth in
+// flight, every one signaled. For SEND, B's receive queue is kept stocked
+// from B's side.
+func (p *Pair) Run(op nic.WROpcode, size, iters int) (PerfResult, error) {
+	res := PerfResult{Op: op, Size: size}
+	switch op {
+	case nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_READ, nic.IBV_WR_SEND:
+	default:
+		return res, fmt.Errorf("perf: operation %v: write, read or send", op)
+	}
+	if size <= 0 || size > len(p.ABuf.Bytes) || size > len(p.BBuf.Bytes) || iters <= 0 {
+		return res, fmt.Errorf("perf: size %d and iters %d out of range", size, iters)
+	}
+	wr := &WorkRequest{Opcode: op, Signaled: true,
+		SG:         []SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
+		RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}
+	stopRecv := make(chan struct{})
+	recvErr := make(chan error, 1)
+	if op == nic.IBV_WR_SEND {
+		rwr := &WorkRequest{SG: []SGE{{Addr: p.BMR.Addr, Length: uint32(size), LKey: p.BMR.LKey}}}
+		if _, err := p.B.PostRecv(p.BQP.Handle, rwr, p.Depth); err != nil {
+			return res, err
+		}
+		go func() { recvErr <- p.restock(rwr, iters-p.Depth, stopRecv) }()
+	} else {
+		recvErr <- nil
+	}
+	defer close(stopRecv)
+	start := time.Now()
+	posted, done := 0, 0
+	post := func(k int) error {
+		wr.WRID = uint64(posted)
+		n, err := p.A.PostSend(p.AQP.Handle, wr, k)
+		posted += n
+		return err
+	}
+	if err := post(min(p.Depth, iters)); err != nil {
+		return res, err
+	}
+	for done < iters {
+		want := max(1, min(p.Depth/2, iters-done))
+		wcs, err := p.A.PollCQ(p.ACQ, p.Depth, want, 10*time.Second)
+		if err != nil {
+			return res, err
+		}
+		if len(wcs) == 0 {
+			return res, fmt.Errorf("perf: no completion within 10 s after %d of %d messages", done, iters)
+		}
+		for _, w := range wcs {
+			if w.Status != nic.IBV_WC_SUCCESS {
+				return res, fmt.Errorf("perf: message %d: %v", w.WRID, w.Status)
+			}
+		}
+		done += len(wcs)
+		if k := min(len(wcs), iters-posted); k > 0 {
+			if err := post(k); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.Elapsed = time.Since(start)
+	res.Messages = done
+	res.Bytes = uint64(done) * uint64(size)
+	if op == nic.IBV_WR_SEND {
+		if err := <-recvErr; err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// restock reposts a receive for every receive completion until more
+// receives have been posted in total, or stop.
+func (p *Pair) restock(rwr *WorkRequest, more int, stop <-chan struct{}) error {
+	for more > 0 {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		wcs, err := p.B.PollCQ(p.BCQ, p.Depth, 1, 200*time.Millisecond)
+		if err != nil {
+			return err
+		}
+		for _, w := range wcs {
+			if w.Status != nic.IBV_WC_SUCCESS {
+				return errors.New("perf: receive completion " + w.Status.String())
+			}
+		}
+		if k := min(len(wcs), more); k > 0 {
+			if _, err := p.B.PostRecv(p.BQP.Handle, rwr, k); err != nil {
+				return err
+			}
+			more -= k
+		}
+	}
+	return nil
+}
+
+// LatencyResult holds one latency sample per message.
+type LatencyResult struct {
+	Op      nic.WROpcode
+	Size    int
+	Samples []time.Duration // post to completion, per message, in order
+}
+
+// Percentile returns the p-th percentile (0..100) of the samples, by the
+// nearest-rank method (perftest reports typical = median and 99%).
+func (r LatencyResult) Percentile(p float64) time.Duration {
+	if len(r.Samples) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.Samples)
+	slices.Sort(s)
+	k := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[min(max(k, 0), len(s)-1)]
+}
+
+// Latency is ib_write_lat / ib_read_lat / ib_send_lat's measurement seen
+// from A: one message in flight, each timed from its post to its
+// completion as the client sees them, so a sample includes the control
+// socket's two round trips (the engine's own wire time is in its
+// counters and captures, not here).
+func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) {
+	res := LatencyResult{Op: op, Size: size}
+	switch op {
+	case nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_READ, nic.IBV_WR_SEND:
+	default:
+		return res, fmt.Errorf("perf: operation %v: write, read or send", op)
+	}
+	if size <= 0 || size > len(p.ABuf.Bytes) || size > len(p.BBuf.Bytes) || iters <= 0 {
+		return res, fmt.Errorf("perf: size %d and iters %d out of range", size, iters)
+	}
+	wr := &WorkRequest{Opcode: op, Signaled: true,
+		SG:         []SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
+		RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}
+	rwr := &WorkRequest{SG: []SGE{{Addr: p.BMR.Addr, Length: uint32(size), LKey: p.BMR.LKey}}}
+	for i := range iters {
+		if op == nic.IBV_WR_SEND {
+			if _, err := p.B.PostRecv(p.BQP.Handle, rwr, 1); err != nil {
+				return res, err
+			}
+		}
+		wr.WRID = uint64(i)
+		t0 := time.Now()
+		if _, err := p.A.PostSend(p.AQP.Handle, wr, 1); err != nil {
+			return res, err
+		}
+		wcs, err := p.A.PollCQ(p.ACQ, 1, 1, 10*time.Second)
+		if err != nil {
+			return res, err
+		}
+		if len(wcs) != 1 {
+			return res, fmt.Errorf("perf: no completion within 10 s for message %d", i)
+		}
+		if wcs[0].Status != nic.IBV_WC_SUCCESS {
+			return res, fmt.Errorf("perf: message %d: %v", i, wcs[0].Status)
+		}
+		res.Samples = append(res.Samples, time.Since(t0))
+		if op == nic.IBV_WR_SEND {
+			if wcs, err := p.B.PollCQ(p.BCQ, 1, 1, 10*time.Second); err != nil || len(wcs) != 1 || wcs[0].Status != nic.IBV_WC_SUCCESS {
+				return res, fmt.Errorf("perf: receive of message %d: %v %v", i, wcs, err)
+			}
+		}
+	}
+	return res, nil
+}

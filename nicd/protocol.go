@@ -1,0 +1,189 @@
+package nicd
+
+import "github.com/emufabric/emufabric/nic"
+
+// The control protocol: one JSON object per line each way over a unix
+// stream socket (mode 0600), as emuswitch's. Every request has an "op";
+// every response has "ok" and, when ok is false, "error".
+//
+//	{"op":"status"}
+//	{"op":"counters"}                 ports[].counters (ethtool -S, mlx5 names), hw_counters, and the text layouts
+//	{"op":"mlnx_qos"}                 text: the `mlnx_qos -i` layout
+//	{"op":"link","state":"down"|"up"}  pull / plug the NIC's cable
+//	{"op":"capture"}                  OK line, then a pcapng stream of the link port until the client closes
+//	{"op":"reg_mr","length":N,"access":7}     + one memfd as SCM_RIGHTS in the same message
+//	{"op":"dereg_mr","mr":H}
+//	{"op":"create_cq","cqe":N}
+//	{"op":"create_qp","qp_type":"rc","send_cq":H,"recv_cq":H,"max_send_wr":N,"max_recv_wr":N}
+//	{"op":"connect","qp":H,"remote":{"qpn":..,"psn":..,"gid":"::ffff:10.0.0.2","mac":"02:00:00:00:00:02"},"attr":{...}}
+//	{"op":"post_send","qp":H,"wr":{...},"repeat":N}
+//	{"op":"post_recv","qp":H,"wr":{...},"repeat":N}
+//	{"op":"poll_cq","cq":H,"max":N,"min":M,"timeout_ms":T}
+//	{"op":"destroy_qp","qp":H}
+//
+// Handles (H) name a session's objects; a session is one connection, and
+// everything it created is destroyed and unmapped when it closes. Numbers
+// with verbs meaning keep their libibverbs values: access flags
+// (ibv_access_flags), opcodes (ibv_wr_opcode), completion status and
+// opcode (ibv_wc_status, ibv_wc_opcode).
+
+// Request is one control request.
+type Request struct {
+	Op string `json:"op"`
+
+	// reg_mr
+	Length uint64          `json:"length,omitempty"`
+	Access nic.AccessFlags `json:"access,omitempty"`
+
+	MR  uint32 `json:"mr,omitempty"`
+	CQ  uint32 `json:"cq,omitempty"`
+	QP  uint32 `json:"qp,omitempty"`
+	CQE int    `json:"cqe,omitempty"`
+
+	// create_qp
+	QPType    string `json:"qp_type,omitempty"` // "rc" (default) or "uc"
+	SendCQ    uint32 `json:"send_cq,omitempty"`
+	RecvCQ    uint32 `json:"recv_cq,omitempty"`
+	MaxSendWR int    `json:"max_send_wr,omitempty"`
+	MaxRecvWR int    `json:"max_recv_wr,omitempty"`
+
+	// connect
+	Remote *QPInfo      `json:"remote,omitempty"`
+	Attr   *ConnectAttr `json:"attr,omitempty"`
+
+	// post_send, post_recv
+	WR     *WorkRequest `json:"wr,omitempty"`
+	Repeat int          `json:"repeat,omitempty"`
+
+	// capture: the ports to capture (emuswitch's field); this NIC has one
+	Ports []string `json:"ports,omitempty"`
+
+	// link (the emuswitch op's fields; emunic takes state only)
+	Port  string   `json:"port,omitempty"`
+	State string   `json:"state,omitempty"` // "up" or "down"
+	Rate  string   `json:"rate,omitempty"`
+	Delay string   `json:"delay,omitempty"`
+	Loss  *float64 `json:"loss,omitempty"`
+
+	// poll_cq
+	Max       int `json:"max,omitempty"`
+	Min       int `json:"min,omitempty"`
+	TimeoutMs int `json:"timeout_ms,omitempty"`
+}
+
+// Response is one control response.
+type Response struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+
+	Status *Status `json:"status,omitempty"`
+
+	// counters
+	Ports      []PortCounters    `json:"ports,omitempty"`
+	HWCounters map[string]uint64 `json:"hw_counters,omitempty"`
+	Transport  map[string]uint64 `json:"transport,omitempty"`
+	Ethtool    string            `json:"ethtool,omitempty"` // `ethtool -S` layout
+	RDMA       string            `json:"rdma,omitempty"`    // hw_counters, "name value" lines
+	// mlnx_qos
+	Text string `json:"text,omitempty"`
+
+	MR     *MRInfo `json:"mr,omitempty"`
+	CQ     uint32  `json:"cq,omitempty"`
+	QP     *QPInfo `json:"qp,omitempty"`
+	Posted int     `json:"posted,omitempty"`
+	WC     []WC    `json:"wc,omitempty"`
+}
+
+// Status is the daemon's state.
+type Status struct {
+	Lab          string  `json:"lab"`
+	Node         string  `json:"node"`
+	Pid          int     `json:"pid"`
+	UptimeS      float64 `json:"uptime_s"`
+	MAC          string  `json:"mac"`
+	IP           string  `json:"ip"`
+	GID          string  `json:"gid"`
+	Port         string  `json:"port"`                 // the lab port (eth0)
+	Transport    string  `json:"transport"`            // the link URI
+	Link         string  `json:"link"`                 // up, down, waiting
+	AdminDown    bool    `json:"admin_down,omitempty"` // set down by the link op
+	LinkError    string  `json:"link_error,omitempty"`
+	RateBps      uint64  `json:"rate_bps"`
+	LinkMTU      int     `json:"link_mtu"`
+	PortMTU      int     `json:"port_mtu"` // active IB MTU of the RoCE port
+	TAP          string  `json:"tap,omitempty"`
+	Netns        string  `json:"netns,omitempty"`
+	TimeDilation int     `json:"time_dilation"`
+	Trust        string  `json:"trust"`
+	Sessions     int     `json:"sessions"`
+	QPs          int     `json:"qps"`
+	GateHolds    uint64  `json:"gate_holds"` // times the transport held the NIC back
+}
+
+// PortCounters are one port's counters (the emuswitch layout).
+type PortCounters struct {
+	Port     string            `json:"port"`
+	Counters map[string]uint64 `json:"counters"`
+}
+
+// MRInfo describes a registered region.
+type MRInfo struct {
+	Handle uint32 `json:"handle"`
+	Addr   uint64 `json:"addr"` // the region's address for SGEs and remote peers
+	Length uint64 `json:"length"`
+	LKey   uint32 `json:"lkey"`
+	RKey   uint32 `json:"rkey"`
+}
+
+// QPInfo is what the other side of a connection needs (what perftest
+// exchanges: QPN, PSN, GID) plus the MAC a RoCE address vector carries
+// and the local handle.
+type QPInfo struct {
+	Handle uint32 `json:"handle,omitempty"`
+	QPN    uint32 `json:"qpn"`
+	PSN    uint32 `json:"psn"`
+	GID    string `json:"gid"`
+	MAC    string `json:"mac"`
+	MTU    int    `json:"mtu,omitempty"` // the port's active MTU in bytes
+}
+
+// ConnectAttr are the connection's knobs; zero takes the default noted.
+type ConnectAttr struct {
+	MTU          int   `json:"mtu,omitempty"`           // bytes; default the smaller port MTU
+	Timeout      uint8 `json:"timeout,omitempty"`       // default 14
+	RetryCnt     uint8 `json:"retry_cnt,omitempty"`     // default 7
+	RNRRetry     uint8 `json:"rnr_retry,omitempty"`     // default 7
+	MinRNRTimer  uint8 `json:"min_rnr_timer,omitempty"` // default 12
+	MaxRdAtomic  uint8 `json:"max_rd_atomic,omitempty"` // default 16
+	TrafficClass uint8 `json:"traffic_class,omitempty"` // DSCP<<2; 0: the NIC's RoCE DSCP
+	SL           uint8 `json:"sl,omitempty"`
+}
+
+// SGE is one scatter/gather element (struct ibv_sge).
+type SGE struct {
+	Addr   uint64 `json:"addr"`
+	Length uint32 `json:"length"`
+	LKey   uint32 `json:"lkey"`
+}
+
+// WorkRequest is a send or receive work request.
+type WorkRequest struct {
+	WRID       uint64       `json:"wr_id"`
+	Opcode     nic.WROpcode `json:"opcode"` // send only
+	SG         []SGE        `json:"sg"`
+	Signaled   bool         `json:"signaled,omitempty"`
+	Imm        uint32       `json:"imm,omitempty"`
+	RemoteAddr uint64       `json:"remote_addr,omitempty"`
+	RKey       uint32       `json:"rkey,omitempty"`
+}
+
+// WC is a work completion.
+type WC struct {
+	WRID    uint64       `json:"wr_id"`
+	Status  nic.WCStatus `json:"status"`
+	Opcode  nic.WCOpcode `json:"opcode"`
+	ByteLen uint32       `json:"byte_len"`
+	Imm     uint32       `json:"imm,omitempty"`
+	QPNum   uint32       `json:"qp_num"`
+	Flags   nic.WCFlags  `json:"wc_flags,omitempty"`
+}
