@@ -1,0 +1,173 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/emufabric/emufabric/lab"
+)
+
+type statusFlags struct {
+	stateDir string
+}
+
+// statusControlTimeout bounds each question to a daemon's control socket.
+const statusControlTimeout = time.Second
+
+func init() {
+	var fl statusFlags
+	cmd := &cobra.Command{
+		Use:   "status [LAB]",
+		Short: "Show the labs that are up: namespaces, daemons, ports",
+		Long: `status lists the labs under the state directory (or the one named) and, for
+each, its namespaces with their interfaces (up, carrier, MTU, addresses), its
+daemons with their pids and whether they still run, and every daemon's ports as
+its control socket reports them (up, down, or waiting for the peer).
+
+It reads the state directory without locking it, so it also shows a lab whose
+up is still running or was killed; "down" removes such a lab.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStatus(cmd, args, &fl)
+		},
+	}
+	cmd.Flags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
+	rootCmd.AddCommand(cmd)
+}
+
+func runStatus(cmd *cobra.Command, args []string, fl *statusFlags) error {
+	out := cmd.OutOrStdout()
+	var names []string
+	if len(args) == 1 {
+		name, err := labNameArg(args[0])
+		if err != nil {
+			return err
+		}
+		names = []string{name}
+	} else {
+		var err error
+		if names, err = lab.Labs(fl.stateDir); err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			fmt.Fprintf(out, "no lab is up (state directory %s)\n", fl.stateDir)
+			return nil
+		}
+	}
+	for i, name := range names {
+		if i > 0 {
+			fmt.Fprintln(out)
+		}
+		st, err := lab.ReadStatus(fl.stateDir, name)
+		if err != nil {
+			return fmt.Errorf("lab %s: %w (is it up? `emulab status` lists the labs)", name, err)
+		}
+		writeStatus(out, st)
+	}
+	return nil
+}
+
+func writeStatus(w io.Writer, st *lab.LabStatus) {
+	state := "up"
+	switch {
+	case st.Info == nil && st.Locked:
+		state = "coming up (an emulab up is running)"
+	case st.Info == nil:
+		state = "incomplete (up was interrupted or killed: run down)"
+	case st.Locked:
+		state = "up (a controller holds it)"
+	}
+	fmt.Fprintf(w, "lab %s: %s; state %s\n", st.Name, state, st.Dir)
+	if st.Info != nil {
+		fmt.Fprintf(w, "  file %s, hosts %s\n", st.Info.File, st.Info.Hosts)
+	}
+
+	alive := map[string]lab.ProcStatus{}
+	for _, p := range st.Procs {
+		alive[p.Namespace] = p
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  NAMESPACE\tDAEMON\tPID\tINTERFACES")
+	for _, ns := range st.Namespaces {
+		daemon, pid := "-", "-"
+		if p, ok := alive[ns.Name]; ok {
+			daemon = p.Name
+			pid = fmt.Sprint(p.Pid)
+			if !p.Alive {
+				pid += " (dead)"
+			}
+		}
+		var ifs []string
+		switch {
+		case !ns.Exists:
+			ifs = []string{"(namespace missing)"}
+		case ns.Err != nil:
+			ifs = []string{"(" + ns.Err.Error() + ")"}
+		}
+		for _, f := range ns.Ifaces {
+			s := f.Name
+			switch {
+			case !f.Up:
+				s += " down"
+			case !f.Carrier:
+				s += " up no-carrier"
+			default:
+				s += " up"
+			}
+			s += fmt.Sprintf(" mtu %d %s", f.MTU, f.MAC)
+			if len(f.Addrs) > 0 {
+				s += " " + strings.Join(f.Addrs, ",")
+			}
+			ifs = append(ifs, s)
+		}
+		if len(ifs) == 0 {
+			ifs = []string{"-"}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ns.Name, daemon, pid, ifs[0])
+		for _, s := range ifs[1:] {
+			fmt.Fprintf(tw, "  \t\t\t%s\n", s)
+		}
+	}
+	tw.Flush()
+
+	if st.Info != nil {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  PORT\tPEER\tLINK\tTRANSPORT")
+		var unreachable []string
+		for _, n := range st.Info.Nodes {
+			if n.Control == "" {
+				continue
+			}
+			ports, err := lab.DaemonPorts(n.Control, statusControlTimeout)
+			if err != nil {
+				unreachable = append(unreachable, fmt.Sprintf("  %s: no answer from its control socket: %v", n.Name, err))
+				continue
+			}
+			peer := map[string]string{}
+			for _, p := range n.Ports {
+				peer[p.Name] = p.Peer
+			}
+			for _, p := range ports {
+				fmt.Fprintf(tw, "  %s:%s\t%s\t%s\t%s\n", n.Name, p.Port, peer[p.Port], p.Link, p.Transport)
+			}
+		}
+		tw.Flush()
+		for _, u := range unreachable {
+			fmt.Fprintln(w, u)
+		}
+	}
+	present := 0
+	for _, s := range st.Sockets {
+		if s.Exists {
+			present++
+		}
+	}
+	fmt.Fprintf(w, "  sockets: %d recorded, %d present\n", len(st.Sockets), present)
+}

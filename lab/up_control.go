@@ -1,0 +1,105 @@
+package lab
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// ControlRequest sends one request to a daemon's control socket (newline-
+// delimited JSON, the protocol emuswitch and emunic share) and decodes the
+// one-line response into resp. A response with "ok": false is an error
+// carrying the daemon's "error" text. The whole exchange is bounded by
+// timeout.
+func ControlRequest(path string, req, resp any, timeout time.Duration) error {
+	c, err := net.DialTimeout("unix", path, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.SetDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("control %s: %w", path, err)
+	}
+	line, err := bufio.NewReaderSize(c, 64<<10).ReadBytes('\n')
+	if err != nil {
+		return fmt.Errorf("control %s: %w", path, err)
+	}
+	var head struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(line, &head); err != nil {
+		return fmt.Errorf("control %s: response: %w", path, err)
+	}
+	if !head.OK {
+		if head.Error == "" {
+			head.Error = "request refused"
+		}
+		return fmt.Errorf("control %s: %w", path, errors.New(head.Error))
+	}
+	if resp == nil {
+		return nil
+	}
+	return json.Unmarshal(line, resp)
+}
+
+// DaemonPort is a daemon's port as its control socket reports it.
+type DaemonPort struct {
+	Port      string
+	Transport string
+	// Link is "up", "down" or "waiting" (a listening port without a
+	// peer yet).
+	Link string
+}
+
+// DaemonPorts asks a daemon for its ports' state with {"op":"status"}.
+// emuswitch answers with a "ports" list, emunic with its one port in
+// "status".
+func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
+	var r struct {
+		Ports []struct {
+			Port      string `json:"port"`
+			Transport string `json:"transport"`
+			URI       string `json:"uri"`
+			Connected bool   `json:"connected"`
+			Up        bool   `json:"up"`
+		} `json:"ports"`
+		Status *struct {
+			Port      string `json:"port"`
+			Transport string `json:"transport"`
+			Link      string `json:"link"`
+		} `json:"status"`
+	}
+	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
+		return nil, err
+	}
+	var out []DaemonPort
+	for _, p := range r.Ports {
+		st := "down"
+		switch {
+		case p.Up:
+			st = "up"
+		case !p.Connected:
+			st = "waiting"
+		}
+		tr := p.Transport
+		if p.URI != "" {
+			tr = p.URI
+		}
+		out = append(out, DaemonPort{Port: p.Port, Transport: tr, Link: st})
+	}
+	if r.Status != nil && r.Status.Port != "" {
+		out = append(out, DaemonPort{Port: r.Status.Port, Transport: r.Status.Transport, Link: r.Status.Link})
+	}
+	return out, nil
+}

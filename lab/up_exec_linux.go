@@ -1,0 +1,95 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// ResolveNode finds the namespace of a node of a running lab. ref is
+// "lab/node", or "node" when exactly one lab is up under root ("" is
+// DefaultStateRoot). Both names are checked against the lab file's name
+// rules before anything is looked up, so a ref cannot reach outside the
+// state root or /run/netns.
+func ResolveNode(root, ref string) (labName, node, namespace string, err error) {
+	labName, node, hasLab := strings.Cut(ref, "/")
+	if !hasLab {
+		node, labName = labName, ""
+	}
+	if hasLab {
+		if err := checkName(labName); err != nil {
+			return "", "", "", fmt.Errorf("lab of %q: %w", ref, err)
+		}
+	}
+	if err := checkName(node); err != nil {
+		return "", "", "", fmt.Errorf("node %q: %w", ref, err)
+	}
+	if !hasLab {
+		labs, err := Labs(root)
+		if err != nil {
+			return "", "", "", err
+		}
+		switch len(labs) {
+		case 0:
+			return "", "", "", fmt.Errorf("node %s: no lab is up", node)
+		case 1:
+			labName = labs[0]
+		default:
+			return "", "", "", fmt.Errorf("node %s: %d labs are up (%s): say which, LAB/%s", node, len(labs), strings.Join(labs, ", "), node)
+		}
+	}
+	namespace, err = NamespaceName(labName, node)
+	if err != nil {
+		return "", "", "", err
+	}
+	if !NamespaceExists(namespace) {
+		msg := fmt.Sprintf("lab %s has no node %s (no namespace %s)", labName, node, namespace)
+		if rec, err := readRecord(root, labName); err == nil {
+			var nodes []string
+			for _, ns := range rec.Namespaces {
+				nodes = append(nodes, strings.TrimPrefix(ns, NamespacePrefix+labName+"-"))
+			}
+			msg += "; its nodes: " + strings.Join(nodes, ", ")
+		} else {
+			msg += "; is the lab up?"
+		}
+		return "", "", "", errors.New(msg)
+	}
+	return labName, node, namespace, nil
+}
+
+// StartCmd starts cmd inside node's namespace. The caller sets up its
+// standard streams and waits for it.
+func (l *Lab) StartCmd(node string, cmd *exec.Cmd) error {
+	ns, err := l.Namespace(node)
+	if err != nil {
+		return err
+	}
+	return StartIn(ns, cmd)
+}
+
+// Exec runs argv inside node's namespace and returns its combined
+// output; a non-zero exit is an error that names the node and command.
+func (l *Lab) Exec(node string, argv ...string) ([]byte, error) {
+	return l.ExecContext(context.Background(), node, argv...)
+}
+
+// ExecContext is Exec with a context that kills the command.
+func (l *Lab) ExecContext(ctx context.Context, node string, argv ...string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("exec: no command")
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := l.StartCmd(node, cmd); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", node, strings.Join(argv, " "), err)
+	}
+	if err := cmd.Wait(); err != nil {
+		return out.Bytes(), fmt.Errorf("%s: %s: %w", node, strings.Join(argv, " "), err)
+	}
+	return out.Bytes(), nil
+}

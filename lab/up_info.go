@@ -1,0 +1,49 @@
+package lab
+
+import "time"
+
+// LabInfo is what was built, written to up.json in the state directory
+// for `status`, and printed as a table by `up`.
+type LabInfo struct {
+	Lab      string        `json:"lab"`
+	File     string        `json:"file"`
+	Hosts    HostMode      `json:"hosts"`
+	StateDir string        `json:"state_dir"`
+	Took     time.Duration `json:"took_ns"`
+	Nodes    []NodeInfo    `json:"nodes"`
+}
+
+// NodeInfo is one node of a built lab.
+type NodeInfo struct {
+	Name      string     `json:"name"`
+	Kind      NodeKind   `json:"kind"`
+	Namespace string     `json:"namespace"`
+	Daemon    string     `json:"daemon,omitempty"` // process name, e.g. emuswitch-sw1
+	Binary    string     `json:"binary,omitempty"`
+	Pid       int        `json:"pid,omitempty"`
+	Log       string     `json:"log,omitempty"`
+	Control   string     `json:"control,omitempty"`
+	Ports     []PortInfo `json:"ports,omitempty"`
+	Iface     *IfaceInfo `json:"iface,omitempty"`
+}
+
+// PortInfo is a connected port: its peer and the transport it is bound to.
+type PortInfo struct {
+	Name      string `json:"name"`
+	Peer      string `json:"peer"`
+	Transport string `json:"transport"`
+}
+
+// IfaceInfo is a host's interface as configured.
+type IfaceInfo struct {
+	Name       string   `json:"name"`
+	Addr       string   `json:"addr"`
+	MAC        string   `json:"mac"`
+	MTU        int      `json:"mtu"`
+	Routes     []string `json:"routes,omitempty"`
+	Neighbours int      `json:"neighbours"`
+	Owner      string   `json:"owner"` // the daemon that holds the TAP
+}
+
+// upInfoFile is LabInfo in the state directory.
+const upInfoFile = "up.json"

@@ -1,0 +1,516 @@
+package lab
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Defaults of UpOptions.
+const (
+	// DefaultReadyTimeout bounds how long the daemons may take to print
+	// "ready" and the hosts' interfaces to come up.
+	DefaultReadyTimeout = 15 * time.Second
+	// DefaultGrace is how long a daemon has between SIGTERM and SIGKILL.
+	DefaultGrace = 2 * time.Second
+)
+
+// UpOptions configure Up.
+type UpOptions struct {
+	// StateRoot holds the lab's state directory ("" is DefaultStateRoot).
+	StateRoot string
+	// BinDir is where emuswitch and emunic are ("": next to the running
+	// executable, then PATH; see FindBinary).
+	BinDir string
+	// Hosts says what stands behind a NIC node ("" is HostsAuto).
+	Hosts HostMode
+	// ReadyTimeout bounds the wait for the daemons and interfaces (0 is
+	// DefaultReadyTimeout).
+	ReadyTimeout time.Duration
+	// Grace is the SIGTERM-to-SIGKILL time of a teardown after a failure
+	// (0 is DefaultGrace).
+	Grace time.Duration
+	// Progress receives one line per step (nil: silent).
+	Progress io.Writer
+}
+
+// Lab is a lab that Up built. It holds the lab's state lock until Release
+// or Down.
+type Lab struct {
+	Spec  *Spec
+	State *State
+	Info  *LabInfo
+	procs map[string]*Proc // by node name
+	grace time.Duration
+}
+
+// Up builds spec as a namespace lab: a namespace per node, a daemon per
+// switch (and per NIC with HostsNIC), links over sockets in the state
+// directory, the hosts' addresses, MTUs, neighbours and routes. It
+// returns when every daemon printed "ready" and every host interface is
+// up. A lab that is already up is refused; names are checked before
+// anything is created; on any failure everything created is torn down
+// and the error says what failed. Cancelling ctx aborts (and tears down).
+func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
+	start := time.Now()
+	if opt.ReadyTimeout <= 0 {
+		opt.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opt.Grace <= 0 {
+		opt.Grace = DefaultGrace
+	}
+	if opt.StateRoot == "" {
+		opt.StateRoot = DefaultStateRoot
+	}
+	if opt.Hosts == "" {
+		opt.Hosts = HostsAuto
+	}
+	if _, err := ParseHostMode(string(opt.Hosts)); err != nil {
+		return nil, err
+	}
+	say := func(format string, args ...any) {
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "up %s: "+format+"\n", append([]any{spec.Name}, args...)...)
+		}
+	}
+	if err := checkName(spec.Name); err != nil {
+		return nil, &FieldError{File: spec.File, Field: "name", Msg: err.Error()}
+	}
+	labFile, err := filepath.Abs(spec.File)
+	if err != nil {
+		return nil, err
+	}
+	if err := isReadable(labFile); err != nil {
+		return nil, fmt.Errorf("lab file: %w (the daemons read it)", err)
+	}
+
+	dir := filepath.Join(opt.StateRoot, spec.Name)
+	if rec, err := readRecord(opt.StateRoot, spec.Name); err == nil && !rec.empty() {
+		return nil, fmt.Errorf("lab %s is already up (state %s): `emulab down %s` first", spec.Name, dir, spec.Name)
+	}
+
+	// 1. Binaries and the plan: nothing is touched yet.
+	bins := map[string]string{}
+	mode := opt.Hosts
+	if len(spec.Switches()) > 0 {
+		p, err := FindBinary(SwitchBinary, opt.BinDir)
+		if err != nil {
+			return nil, err
+		}
+		bins[SwitchBinary] = p
+	}
+	if mode == HostsNIC || mode == HostsAuto {
+		p, err := FindBinary(NICBinary, opt.BinDir)
+		switch {
+		case err == nil:
+			bins[NICBinary] = p
+			mode = HostsNIC
+		case mode == HostsNIC:
+			return nil, err
+		default:
+			say("%s not found: hosts are plain TAP ports of their switch (--hosts tap)", NICBinary)
+			mode = HostsTAP
+		}
+	}
+	var sockets []string
+	plan, err := makePlan(spec, mode, labFile, func(name string) (string, error) {
+		sockets = append(sockets, name)
+		if err := nsCheckFileName(name); err != nil {
+			return "", fmt.Errorf("socket: %w", err)
+		}
+		p := filepath.Join(dir, "sock", name+".sock")
+		if len(p) >= len(unix.RawSockaddrUnix{}.Path) {
+			return "", fmt.Errorf("socket path %s is longer than %d bytes: use a shorter --state-dir", p, len(unix.RawSockaddrUnix{}.Path)-1)
+		}
+		return p, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, pn := range plan.nodes {
+		if NamespaceExists(pn.namespace) {
+			return nil, fmt.Errorf("namespace %s exists already (lab %s up under another state directory, or not torn down): remove it with `emulab down %s` or `ip netns delete %s`", pn.namespace, spec.Name, spec.Name, pn.namespace)
+		}
+	}
+
+	// 2. The state directory, locked.
+	s, err := OpenState(opt.StateRoot, spec.Name)
+	if err != nil {
+		if errors.Is(err, ErrLabLocked) {
+			return nil, fmt.Errorf("lab %s: another emulab is bringing it up or down: %w", spec.Name, err)
+		}
+		return nil, err
+	}
+	if !s.recordEmpty() {
+		s.Close()
+		return nil, fmt.Errorf("lab %s is already up (state %s): `emulab down %s` first", spec.Name, dir, spec.Name)
+	}
+	l = &Lab{Spec: spec, State: s, procs: map[string]*Proc{}, grace: opt.Grace}
+	defer func() {
+		if err == nil {
+			return
+		}
+		say("failed: %v", err)
+		say("tearing down what was created")
+		if terr := s.Teardown(opt.Grace); terr != nil {
+			err = errors.Join(err, fmt.Errorf("teardown after the failure: %w (run `emulab down %s`)", terr, spec.Name))
+		}
+		s.Close()
+		l = nil
+	}()
+	say("%d nodes, %d links, hosts %s, state %s", len(spec.Nodes), len(spec.Links), mode, s.Dir)
+	// Sockets are recorded before the daemons create them.
+	for _, name := range sockets {
+		if _, err := s.SocketPath(name); err != nil {
+			return l, err
+		}
+	}
+
+	// 3. Namespaces, recorded before they are created.
+	for _, pn := range plan.nodes {
+		if err := ctx.Err(); err != nil {
+			return l, err
+		}
+		if err := s.RecordNamespace(pn.namespace); err != nil {
+			return l, err
+		}
+		ns, err := CreateNamespace(pn.namespace)
+		if err != nil {
+			if errors.Is(err, os.ErrExist) {
+				// Someone else's: never tear it down.
+				s.forgetNamespace(pn.namespace)
+			}
+			return l, err
+		}
+		if pn.iface != nil {
+			err = hostIPv4Only(ns)
+		}
+		ns.Close()
+		if err != nil {
+			return l, fmt.Errorf("node %s: %w", pn.node.Name, err)
+		}
+	}
+	say("created %d namespaces (%s-*)", len(plan.nodes), NamespacePrefix+spec.Name)
+
+	// 4. Daemons: switches first (they listen), then NICs (they dial).
+	for _, pn := range plan.daemons() {
+		d := pn.daemon
+		p, err := s.Start(ProcSpec{Name: d.name, Namespace: pn.namespace, Path: bins[d.binary], Args: d.args})
+		if err != nil {
+			return l, fmt.Errorf("node %s: %w", pn.node.Name, err)
+		}
+		l.procs[pn.node.Name] = p
+		say("started %s for %s (pid %d)", d.binary, pn.node.Name, p.Pid)
+	}
+
+	// 5. Ready.
+	deadline := time.Now().Add(opt.ReadyTimeout)
+	if err := l.waitReady(ctx, plan, deadline, opt.ReadyTimeout, say); err != nil {
+		return l, err
+	}
+
+	// 6. Host interfaces.
+	for _, pn := range plan.nodes {
+		if pn.iface == nil {
+			continue
+		}
+		if err := configureIface(ctx, pn, deadline); err != nil {
+			return l, err
+		}
+		say("%s %s %s mtu %d up", pn.node.Name, pn.iface.name, pn.iface.addr, pn.iface.mtu)
+	}
+
+	// 7. What was built.
+	l.Info = l.info(plan, labFile, time.Since(start))
+	b, err := json.MarshalIndent(l.Info, "", "  ")
+	if err != nil {
+		return l, err
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, upInfoFile), b, 0o600); err != nil {
+		return l, fmt.Errorf("state: %w", err)
+	}
+	say("up in %.2fs", l.Info.Took.Seconds())
+	return l, nil
+}
+
+func isReadable(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// waitReady waits until every daemon printed "ready" on its log, or one
+// exited, or the deadline passed.
+func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, timeout time.Duration, say func(string, ...any)) error {
+	pending := plan.daemons()
+	say("waiting for %d daemon(s) to print ready", len(pending))
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for len(pending) > 0 {
+		rest := pending[:0]
+		for _, pn := range pending {
+			p := l.procs[pn.node.Name]
+			logPath, _ := l.State.LogPath(pn.daemon.name)
+			ready, err := logSaysReady(logPath)
+			if err != nil {
+				return fmt.Errorf("node %s: %s log %s: %w", pn.node.Name, pn.daemon.binary, logPath, err)
+			}
+			if ready {
+				continue
+			}
+			select {
+			case <-p.Done():
+				return fmt.Errorf("node %s: %s exited before it was ready (%v); log %s:\n%s",
+					pn.node.Name, pn.daemon.binary, p.Wait(), logPath, logTail(logPath, 10))
+			default:
+			}
+			rest = append(rest, pn)
+		}
+		pending = rest
+		if len(pending) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			pn := pending[0]
+			logPath, _ := l.State.LogPath(pn.daemon.name)
+			var names []string
+			for _, q := range pending {
+				names = append(names, q.node.Name)
+			}
+			return fmt.Errorf("node %s: %s not ready after %v (still waiting for %s); log %s:\n%s",
+				pn.node.Name, pn.daemon.binary, timeout,
+				strings.Join(names, ", "), logPath, logTail(logPath, 10))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	say("all daemons ready")
+	return nil
+}
+
+// configureIface gives a host's interface its MAC, MTU, address,
+// neighbours and routes, brings it up and waits until it has a carrier
+// (the daemon holding the TAP is attached).
+func configureIface(ctx context.Context, pn *planNode, deadline time.Time) error {
+	f := pn.iface
+	ns, err := OpenNamespace(pn.namespace)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", pn.node.Name, err)
+	}
+	defer ns.Close()
+	nl := ns.Netlink()
+	// The owner created the TAP before it printed ready; wait anyway, a
+	// daemon may announce readiness before the kernel publishes the link.
+	var link netlink.Link
+	for {
+		link, err = nl.LinkByName(f.name)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: interface %s did not appear in %s (%s creates it): %w", pn.node.Name, f.name, pn.namespace, f.owner, err)
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	mac := net.HardwareAddr(f.mac[:])
+	if link.Attrs().HardwareAddr.String() != mac.String() {
+		if err := nl.LinkSetHardwareAddr(link, mac); err != nil {
+			return fmt.Errorf("node %s: %s mac %s: %w", pn.node.Name, f.name, mac, err)
+		}
+	}
+	if link.Attrs().MTU != f.mtu {
+		if err := ns.SetMTU(f.name, f.mtu); err != nil {
+			return fmt.Errorf("node %s: %w", pn.node.Name, err)
+		}
+	}
+	if err := ns.AddAddr(f.name, f.addr); err != nil {
+		return fmt.Errorf("node %s: %w", pn.node.Name, err)
+	}
+	if err := ns.LinkUp(f.name); err != nil {
+		return fmt.Errorf("node %s: %w", pn.node.Name, err)
+	}
+	idx := link.Attrs().Index
+	for _, n := range f.neigh {
+		ne := &netlink.Neigh{LinkIndex: idx, Family: netlink.FAMILY_V4, State: netlink.NUD_PERMANENT,
+			IP: net.IP(n.ip.AsSlice()), HardwareAddr: net.HardwareAddr(n.mac[:])}
+		if err := nl.NeighSet(ne); err != nil {
+			return fmt.Errorf("node %s: neighbour %s (%s) lladdr %s: %w", pn.node.Name, n.ip, n.node, ne.HardwareAddr, err)
+		}
+	}
+	for _, r := range f.routes {
+		if err := ns.AddRoute(r, netip.Addr{}, f.name); err != nil {
+			return fmt.Errorf("node %s: %w", pn.node.Name, err)
+		}
+	}
+	for {
+		l, err := nl.LinkByIndex(idx)
+		if err != nil {
+			return fmt.Errorf("node %s: %s: %w", pn.node.Name, f.name, err)
+		}
+		a := l.Attrs()
+		if a.Flags&net.FlagUp != 0 && a.RawFlags&unix.IFF_LOWER_UP != 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s: %s in %s is not up (flags %v, oper state %v): is %s holding its TAP?", pn.node.Name, f.name, pn.namespace, a.Flags, a.OperState, f.owner)
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// hostIPv4Only turns IPv6 off for the interfaces a host namespace will
+// get (net.ipv6.conf.default.disable_ipv6, set before the daemons create
+// them). A lab's hosts have the IPv4 addresses of the lab file; with IPv6
+// on, every interface would announce itself as it comes up (router
+// solicitations, duplicate address detection, MLD reports), multicasts
+// the switches flood through the fabric and the captures show. A kernel
+// without IPv6 has nothing to turn off.
+func hostIPv4Only(ns *Namespace) error {
+	return nsOnThread(ns.Handle, func() error {
+		// /proc/sys/net belongs to the namespace of the thread that opens it.
+		err := os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1\n"), 0)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: net.ipv6.conf.default.disable_ipv6: %w", ns.Name, err)
+		}
+		return nil
+	})
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// info is the LabInfo of a built lab.
+func (l *Lab) info(plan *upPlan, labFile string, took time.Duration) *LabInfo {
+	li := &LabInfo{Lab: l.Spec.Name, File: labFile, Hosts: plan.mode, StateDir: l.State.Dir, Took: took}
+	for _, pn := range plan.nodes {
+		ni := NodeInfo{Name: pn.node.Name, Kind: pn.node.Kind, Namespace: pn.namespace}
+		if d := pn.daemon; d != nil {
+			ni.Daemon, ni.Binary, ni.Control = d.name, d.binary, d.control
+			ni.Log, _ = l.State.LogPath(d.name)
+			if p := l.procs[pn.node.Name]; p != nil {
+				ni.Pid = p.Pid
+			}
+		}
+		for _, pp := range pn.ports {
+			ni.Ports = append(ni.Ports, PortInfo{Name: pp.name, Peer: pp.peer, Transport: pp.uri})
+		}
+		if f := pn.iface; f != nil {
+			fi := &IfaceInfo{Name: f.name, Addr: f.addr.String(), MAC: net.HardwareAddr(f.mac[:]).String(),
+				MTU: f.mtu, Neighbours: len(f.neigh), Owner: f.owner}
+			for _, r := range f.routes {
+				fi.Routes = append(fi.Routes, r.String())
+			}
+			ni.Iface = fi
+		}
+		li.Nodes = append(li.Nodes, ni)
+	}
+	return li
+}
+
+// Release gives up the lab's state lock and stops supervising its
+// daemons, which keep running (`emulab up` exits while the lab stays up).
+func (l *Lab) Release() error {
+	return l.State.Close()
+}
+
+// Down tears the lab down (daemons, namespaces, sockets, state).
+func (l *Lab) Down() error {
+	err := l.State.Teardown(l.grace)
+	if cerr := l.State.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Proc is the daemon of node, nil if the node has none (a TAP host).
+func (l *Lab) Proc(node string) *Proc { return l.procs[node] }
+
+// Namespace is the namespace of node.
+func (l *Lab) Namespace(node string) (string, error) {
+	if l.Spec.Node(node) == nil {
+		return "", fmt.Errorf("lab %s has no node %q", l.Spec.Name, node)
+	}
+	return NamespaceName(l.Spec.Name, node)
+}
+
+// Down tears down the lab called name under root ("" is
+// DefaultStateRoot), whatever state it is in: Teardown.
+func Down(root, name string, grace time.Duration) error {
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	return Teardown(root, name, grace)
+}
+
+// forgetNamespace drops a namespace record (one that turned out to be
+// somebody else's, so Teardown must not delete it).
+func (s *State) forgetNamespace(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, n := range s.rec.Namespaces {
+		if n == name {
+			s.rec.Namespaces = append(s.rec.Namespaces[:i], s.rec.Namespaces[i+1:]...)
+			_ = s.save()
+			return
+		}
+	}
+}
+
+// recordEmpty reports whether the state records nothing.
+func (s *State) recordEmpty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.empty()
+}
+
+func (r *nsRecord) empty() bool {
+	return len(r.Namespaces) == 0 && len(r.Procs) == 0 && len(r.Sockets) == 0
+}
+
+// readRecord reads a lab's state.json without taking the lock (for
+// status, and to tell "already up" from "being brought up").
+func readRecord(root, name string) (*nsRecord, error) {
+	if root == "" {
+		root = DefaultStateRoot
+	}
+	if err := checkName(name); err != nil {
+		return nil, fmt.Errorf("lab name: %w", err)
+	}
+	b, err := os.ReadFile(filepath.Join(root, name, "state.json"))
+	if err != nil {
+		return nil, err
+	}
+	var r nsRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(root, name, "state.json"), err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,169 @@
+package lab
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+)
+
+// TB is what the test helpers need of a test; *testing.T and *testing.B
+// satisfy it. Declaring it here keeps the testing package out of the
+// binaries that import lab.
+type TB interface {
+	Helper()
+	Cleanup(func())
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
+// Start brings spec up as a namespace lab for a test and tears it down
+// when the test ends (pass or fail), with the daemons built from this
+// module (BuildDaemons) unless opt.BinDir names them. It skips the test
+// when not running as root (CI runs as root). The state directory is a
+// fresh temporary directory, so a test never meets another lab's state;
+// namespaces are global, so concurrent tests need distinct lab names
+// (LoadUnique).
+//
+// At most one UpOptions may follow the spec.
+//
+//	spec := lab.LoadUnique(t, "testdata/two-hosts.yaml")
+//	l := lab.Start(t, spec) // or lab.Start(t, spec, lab.UpOptions{Hosts: lab.HostsTAP})
+//	out, err := l.Exec("h1", "ping", "-c", "1", "10.0.0.2")
+func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
+	t.Helper()
+	var opt UpOptions
+	switch len(opts) {
+	case 0:
+	case 1:
+		opt = opts[0]
+	default:
+		t.Fatalf("lab.Start: %d UpOptions, at most one", len(opts))
+	}
+	SkipUnlessRoot(t)
+	if opt.BinDir == "" {
+		opt.BinDir = BuildDaemons(t)
+	}
+	if opt.StateRoot == "" {
+		dir, err := os.MkdirTemp("", "emu")
+		if err != nil {
+			t.Fatalf("state root: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		opt.StateRoot = dir
+	}
+	if opt.Progress == nil {
+		opt.Progress = tbWriter{t}
+	}
+	l, err := Up(context.Background(), spec, opt)
+	if err != nil {
+		t.Fatalf("up %s: %v", spec.File, err)
+	}
+	t.Cleanup(func() {
+		if err := l.Down(); err != nil {
+			t.Errorf("down %s: %v", spec.Name, err)
+		}
+	})
+	return l
+}
+
+// SkipUnlessRoot skips a test that builds namespaces when not root.
+func SkipUnlessRoot(t TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("needs root: creates network namespaces, TAP devices and processes in them (CI runs as root)")
+	}
+}
+
+// tbWriter logs progress lines through the test.
+type tbWriter struct{ t TB }
+
+func (w tbWriter) Write(p []byte) (int, error) {
+	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// BuildDaemons builds emuswitch, emunic (if the module has it) and emulab
+// from this module with `go build` into a directory removed when the test
+// ends, and returns it. The go command's build cache makes repeated
+// builds cheap.
+func BuildDaemons(t TB) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if _, err := os.Stat(goTool); err != nil {
+			t.Fatalf("the go command is needed to build the daemons: not on PATH nor in %s", runtime.GOROOT())
+		}
+	}
+	gomod, err := exec.Command(goTool, "env", "GOMOD").Output()
+	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
+		t.Fatalf("go env GOMOD: %q %v: the test must run inside the module", gomod, err)
+	}
+	root := filepath.Dir(strings.TrimSpace(string(gomod)))
+	dir, err := os.MkdirTemp("", "emubin")
+	if err != nil {
+		t.Fatalf("bin dir: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	pkgs := []string{"./cmd/emulab", "./cmd/" + SwitchBinary}
+	if _, err := os.Stat(filepath.Join(root, "cmd", NICBinary)); err == nil {
+		pkgs = append(pkgs, "./cmd/"+NICBinary)
+	}
+	cmd := exec.Command(goTool, append([]string{"build", "-o", dir + "/"}, pkgs...)...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %v: %v\n%s", pkgs, err, out)
+	}
+	return dir
+}
+
+var topNameRE = regexp.MustCompile(`(?m)^name:[ \t]*["']?([A-Za-z0-9_-]+)["']?[ \t]*(#.*)?$`)
+
+// LoadUnique loads the lab file at path under a name unique to this test
+// process (the file's name, shortened, and the pid), from a copy in a
+// temporary directory: labs of tests that run at the same time never
+// share a namespace name. The copy keeps the file's base name, so errors
+// still name it.
+func LoadUnique(t TB, path string) *Spec {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	m := topNameRE.FindSubmatchIndex(b)
+	if m == nil {
+		t.Fatalf("%s: no top-level `name:` line", path)
+	}
+	old := string(b[m[2]:m[3]])
+	suffix := strconv.Itoa(os.Getpid() % 100000)
+	uniq := old
+	if len(uniq) > MaxNameLen-len(suffix) {
+		uniq = uniq[:MaxNameLen-len(suffix)]
+	}
+	uniq += suffix
+	nb := append(append(append([]byte(nil), b[:m[2]]...), uniq...), b[m[3]:]...)
+	dir, err := os.MkdirTemp("", "emulab")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cp := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(cp, nb, 0o600); err != nil {
+		t.Fatalf("%v", err)
+	}
+	spec, err := Load(cp)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if spec.Name != uniq {
+		t.Fatalf("%s: renamed lab %q to %q but it loaded as %q", path, old, uniq, spec.Name)
+	}
+	return spec
+}

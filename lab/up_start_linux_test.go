@@ -1,0 +1,217 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUpStartHelper: lab.Start brings a lab up inside a test, Exec runs
+// commands in its namespaces, status sees it, and the cleanup removes it.
+func TestUpStartHelper(t *testing.T) {
+	SkipUnlessRoot(t)
+	spec := LoadUnique(t, "../examples/two-hosts.yaml")
+	var l *Lab
+	var socks []string
+	t.Run("up", func(t *testing.T) {
+		l = Start(t, spec) // emunic hosts when the module has emunic, else TAP hosts
+		socks = l.State.Sockets()
+
+		out, err := l.Exec("h1", "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.0.0.2")
+		if err != nil || !strings.Contains(string(out), "2 received") {
+			t.Fatalf("ping: %v\n%s", err, out)
+		}
+		// A failing command is an error naming the node; its output is
+		// returned.
+		out, err = l.Exec("h2", "sh", "-c", "echo from-h2; exit 3")
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(err.Error(), "h2: sh") || string(out) != "from-h2\n" {
+			t.Errorf("exit 3: %v, %q", err, out)
+		}
+		if _, err := l.Exec("h9", "true"); err == nil {
+			t.Error("Exec on a node the lab does not have")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		_, err = l.ExecContext(ctx, "h1", "sleep", "10")
+		cancel()
+		if !errors.As(err, &ee) {
+			t.Errorf("cancelled command: %v", err)
+		}
+
+		// The test holds the lab: status says so, a second Up is refused.
+		st, err := ReadStatus(l.State.Root, spec.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		daemons := 0
+		for _, n := range l.Info.Nodes {
+			if n.Daemon != "" {
+				daemons++
+			}
+		}
+		if !st.Locked || st.Info == nil || len(st.Procs) != daemons || len(st.Namespaces) != 3 {
+			t.Errorf("status %+v", st)
+		}
+		for _, p := range st.Procs {
+			if !p.Alive {
+				t.Errorf("daemon %s (pid %d) not alive", p.Name, p.Pid)
+			}
+		}
+		for _, ns := range st.Namespaces {
+			if !ns.Exists {
+				t.Errorf("namespace %s missing", ns.Name)
+			}
+		}
+		if labs, err := Labs(l.State.Root); err != nil || len(labs) != 1 || labs[0] != spec.Name {
+			t.Errorf("Labs: %v %v", labs, err)
+		}
+		if _, err := Up(context.Background(), spec, UpOptions{StateRoot: l.State.Root, Hosts: HostsTAP}); err == nil || !strings.Contains(err.Error(), "already up") {
+			t.Errorf("second Up of a lab that is up: %v", err)
+		}
+		// ResolveNode: lab/node, and node alone with one lab up.
+		for _, ref := range []string{spec.Name + "/h2", "h2"} {
+			if _, _, ns, err := ResolveNode(l.State.Root, ref); err != nil || ns != NamespacePrefix+spec.Name+"-h2" {
+				t.Errorf("ResolveNode(%q) = %q, %v", ref, ns, err)
+			}
+		}
+		if _, _, _, err := ResolveNode(l.State.Root, spec.Name+"/h7"); err == nil || !strings.Contains(err.Error(), "its nodes: sw1, h1, h2") {
+			t.Errorf("ResolveNode of a missing node: %v", err)
+		}
+		// The switch's control socket answers, with both ports up.
+		ports, err := DaemonPorts(l.Info.Nodes[0].Control, time.Second)
+		if err != nil || len(ports) != 2 || ports[0].Link != "up" || ports[1].Link != "up" {
+			t.Errorf("sw1 ports %+v, %v", ports, err)
+		}
+	})
+	// The subtest's cleanup took the lab down.
+	for _, ns := range []string{"sw1", "h1", "h2"} {
+		if NamespaceExists(NamespacePrefix + spec.Name + "-" + ns) {
+			t.Errorf("namespace of %s left after cleanup", ns)
+		}
+	}
+	for _, s := range socks {
+		if _, err := os.Lstat(s); err == nil {
+			t.Errorf("socket %s left", s)
+		}
+	}
+	select {
+	case <-l.Proc("sw1").Done(): // exited and reaped
+	default:
+		t.Errorf("emuswitch pid %d still runs", l.Proc("sw1").Pid)
+	}
+}
+
+// TestUpFailures: when a daemon fails, never gets ready, does not create
+// its TAP, or the caller gives up, Up says which node and log, and removes
+// everything it created; a namespace that is not the lab's is never
+// touched.
+func TestUpFailures(t *testing.T) {
+	SkipUnlessRoot(t)
+	spec := LoadUnique(t, "../examples/two-hosts.yaml")
+	for _, c := range []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		cancel  time.Duration
+		want    []string
+	}{
+		{"exits", "echo 'emuswitch: --port p1=tap:eth0: cannot create'; exit 2", 10 * time.Second, 0,
+			[]string{"node sw1: emuswitch exited before it was ready (exit status 2)", "log/emuswitch-sw1.log", "--port p1=tap:eth0: cannot create"}},
+		{"never-ready", "echo starting; exec sleep 30", 300 * time.Millisecond, 0,
+			[]string{"node sw1: emuswitch not ready after 300ms", "log/emuswitch-sw1.log", "    starting"}},
+		{"no-tap", "echo ready; exec sleep 30", 300 * time.Millisecond, 0,
+			[]string{"node h1: interface eth0 did not appear in " + NamespacePrefix + spec.Name + "-h1 (emuswitch-sw1 creates it)"}},
+		{"cancelled", "exec sleep 30", 10 * time.Second, 200 * time.Millisecond,
+			[]string{"context canceled"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := t.TempDir()
+			if err := os.WriteFile(bin+"/"+SwitchBinary, []byte("#!/bin/sh\n"+c.script+"\n"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			root := t.TempDir()
+			ctx := context.Background()
+			if c.cancel > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithCancel(ctx)
+				defer cancel()
+				defer time.AfterFunc(c.cancel, cancel).Stop()
+			}
+			var progress strings.Builder
+			l, err := Up(ctx, spec, UpOptions{StateRoot: root, BinDir: bin, Hosts: HostsTAP, ReadyTimeout: c.timeout, Grace: 100 * time.Millisecond, Progress: &progress})
+			if err == nil {
+				l.Down()
+				t.Fatal("Up succeeded")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if !strings.Contains(progress.String(), "tearing down what was created") {
+				t.Errorf("progress:\n%s", progress.String())
+			}
+			upCheckGone(t, root, spec)
+		})
+	}
+
+	t.Run("foreign-namespace", func(t *testing.T) {
+		name := NamespacePrefix + spec.Name + "-h2"
+		ns, err := CreateNamespace(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Close()
+		defer DeleteNamespace(name)
+		root, bin := t.TempDir(), t.TempDir()
+		if err := os.WriteFile(bin+"/"+SwitchBinary, []byte("#!/bin/sh\necho ready\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Up(context.Background(), spec, UpOptions{StateRoot: root, BinDir: bin, Hosts: HostsTAP})
+		if err == nil || !strings.Contains(err.Error(), "namespace "+name+" exists already") {
+			t.Errorf("Up: %v", err)
+		}
+		if !NamespaceExists(name) {
+			t.Error("Up deleted a namespace it did not create")
+		}
+		if ents, _ := os.ReadDir(root); len(ents) != 0 {
+			t.Errorf("state root holds %v", ents)
+		}
+	})
+}
+
+// upCheckGone: no namespace, process or state of the lab is left.
+func upCheckGone(t *testing.T, root string, spec *Spec) {
+	t.Helper()
+	for _, n := range spec.Nodes {
+		ns := NamespacePrefix + spec.Name + "-" + n.Name
+		if NamespaceExists(ns) {
+			t.Errorf("namespace %s left", ns)
+		}
+	}
+	if _, err := os.Stat(root + "/" + spec.Name); err == nil {
+		t.Errorf("state directory left")
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), spec.File) && nsAlive(atoiOr0(e.Name()), 0) {
+			t.Errorf("process %s left: %q", e.Name(), b)
+		}
+	}
+}
+
+func atoiOr0(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
