@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strings"
 )
 
 // ErrBinaryNotFound means a daemon binary (emuswitch, emunic) was not
@@ -53,4 +55,66 @@ func isExecutable(p string) error {
 		return fmt.Errorf("%s is not an executable file", p)
 	}
 	return nil
+}
+
+// modulePath is this module's path: BuildFromSource builds the daemons only
+// from a checkout of this module, never from whatever go.mod is nearby.
+const modulePath = "github.com/emufabric/emufabric"
+
+// BuildFromSource builds the daemons (emuswitch, emunic) from the module
+// checkout that holds the working directory, into the user's cache
+// directory, and returns that directory for UpOptions.BinDir. It is the
+// fallback of `go run ./cmd/emulab ...`, whose binary lives in a temporary
+// directory with no daemons beside it. say reports progress (a build takes
+// seconds the first time).
+func BuildFromSource(say func(string, ...any)) (string, error) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+		if isExecutable(goTool) != nil {
+			return "", fmt.Errorf("building the daemons from source: the go command is neither on PATH nor in %s", runtime.GOROOT())
+		}
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("building the daemons from source: %w", err)
+	}
+	dir := filepath.Join(cache, "emufabric", "bin")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("building the daemons from source: %w", err)
+	}
+	pkgs := []string{"./cmd/" + SwitchBinary, "./cmd/" + NICBinary}
+	say("building %s and %s from %s into %s", SwitchBinary, NICBinary, root, dir)
+	cmd := exec.Command(goTool, append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+	}
+	return dir, nil
+}
+
+// moduleRoot walks up from the working directory to the go.mod of this
+// module.
+func moduleRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				if f := strings.Fields(line); len(f) == 2 && f[0] == "module" && f[1] == modulePath {
+					return d, nil
+				}
+			}
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("the daemons are not built and %s is not inside a checkout of %s: build them with `go build -o bin/ ./cmd/...` and run bin/emulab, or pass --bin-dir", wd, modulePath)
+		}
+	}
 }

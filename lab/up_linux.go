@@ -100,7 +100,20 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 		return nil, fmt.Errorf("lab %s is already up (state %s): `emulab down %s` first", spec.Name, dir, spec.Name)
 	}
 
-	// 1. Binaries and the plan: nothing is touched yet.
+	// 1. Binaries and the plan: nothing is touched yet. Under `go run`
+	// nothing is beside emulab: from a checkout, build the daemons (always
+	// afresh, so they match the emulab that runs them).
+	if opt.BinDir == "" {
+		if _, err := FindBinary(SwitchBinary, ""); errors.Is(err, ErrBinaryNotFound) {
+			if _, rerr := moduleRoot(); rerr == nil {
+				dir, berr := BuildFromSource(say)
+				if berr != nil {
+					return nil, berr
+				}
+				opt.BinDir = dir
+			}
+		}
+	}
 	bins := map[string]string{}
 	mode := opt.Hosts
 	if len(spec.Switches()) > 0 {
