@@ -106,15 +106,15 @@ func (s *Switch) receiveMACControl(p *port, f *frame.Frame) {
 	now := s.clk.Now()
 	if mc.Opcode == wire.MACControlOpPause {
 		// 802.3x PAUSE stops every queue for pause_time quanta.
-		s.accrueGlobalPause(p, now)
 		if mc.Time[0] != 0 {
+			s.accrueGlobalPause(p, now)
 			p.c.RxGlobalPause++
 			if p.gPausedUntil <= now {
 				p.gPauseAcct = now
 			}
 			p.gPausedUntil = now + wire.QuantaToTime(mc.Time[0], p.speed)
 		} else {
-			p.gPausedUntil = now
+			s.endGlobalPause(p, now)
 		}
 		for q := range NumPriorities {
 			s.pauseQueue(p, q, q, mc.Time[0], now)
@@ -146,7 +146,7 @@ func (s *Switch) pauseQueue(p *port, q, prio int, quanta uint16, now clock.Time)
 			p.c.Prio[prio].RxPauseTransition++
 			s.emit(TraceEvent{Kind: TraceResumeRx, Port: p.idx, Prio: prio})
 		}
-		p.pausedUntil[q] = now
+		s.endPause(p, q, now)
 		return
 	}
 	if !wasPaused {
@@ -175,6 +175,30 @@ func (s *Switch) accruePause(p *port, q int, now clock.Time) {
 		p.c.Prio[prio].RxPauseDurationPs += int64(end - p.pauseAcct[q])
 		p.pauseAcct[q] = end
 	}
+}
+
+// endPause ends a received pause of queue q at now (an XON, or the link
+// going down) after accruing it. A pause that already expired keeps its end:
+// moving pausedUntil forward to now without moving pauseAcct with it would
+// count the unpaused gap since the expiry as paused time the next time the
+// duration is accrued. rx_prioN_pause_duration is the time the priority was
+// actually stopped by the peer's 802.1Qbb pause timers (mlx5 reports it in
+// microseconds of pause), not the time since the last pause began.
+func (s *Switch) endPause(p *port, q int, now clock.Time) {
+	s.accruePause(p, q, now)
+	if p.pausedUntil[q] > now {
+		p.pausedUntil[q] = now
+	}
+	p.pauseAcct[q] = p.pausedUntil[q]
+}
+
+// endGlobalPause is endPause for the 802.3x PAUSE accounting.
+func (s *Switch) endGlobalPause(p *port, now clock.Time) {
+	s.accrueGlobalPause(p, now)
+	if p.gPausedUntil > now {
+		p.gPausedUntil = now
+	}
+	p.gPauseAcct = p.gPausedUntil
 }
 
 // accrueGlobalPause adds the 802.3x PAUSE time of p up to now to

@@ -214,9 +214,9 @@ func (s *Switch) SetPortUp(port int, up bool) {
 			s.dequeued(p, q, f)
 			s.dropAfterAdmit(p, f, DropLinkDown)
 		}
-		s.accruePause(p, q, now)
-		p.pausedUntil[q] = now
+		s.endPause(p, q, now)
 	}
+	s.endGlobalPause(p, now)
 	for {
 		f := p.ctrl.pop()
 		if f == nil {

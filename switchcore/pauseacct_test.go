@@ -1,0 +1,93 @@
+package switchcore
+
+import (
+	"testing"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// TestRxPauseDurationCountsOnlyPausedTime: rx_prioN_pause_duration and
+// rx_global_pause_duration grow only while the peer's pause holds the
+// queue, whatever ends the pause (its expiry, an XON, the link going
+// down) and however often the counters are read in between. Regression:
+// a link going down (or an XON) after a pause had expired moved the pause
+// end forward to now without the accounting mark, so the next read counted
+// the unpaused gap, and a daemon whose ports start down reported the time
+// since start as paused.
+func TestRxPauseDurationCountsOnlyPausedTime(t *testing.T) {
+	const speed = 100e9
+	q1000 := wire.QuantaToTime(1000, speed) // 5.12 µs
+	q100 := wire.QuantaToTime(100, speed)   // 512 ns
+	pfc := func(quanta uint16) func(*Switch, *manualClock, *frame.Pool) {
+		return func(s *Switch, clk *manualClock, pool *frame.Pool) {
+			deliver(s, clk, 1, pfcFrame(pool, 1<<3, [8]uint16{3: quanta}))
+		}
+	}
+	pause := func(quanta uint16) func(*Switch, *manualClock, *frame.Pool) {
+		return func(s *Switch, clk *manualClock, pool *frame.Pool) {
+			f := pool.Get(wire.MACControlFrameSize)
+			wire.EncodePause(f.Data, macB, quanta)
+			deliver(s, clk, 1, f)
+		}
+	}
+	at := func(t clock.Time) func(*Switch, *manualClock, *frame.Pool) {
+		return func(_ *Switch, clk *manualClock, _ *frame.Pool) { clk.runUntil(t) }
+	}
+	link := func(up bool) func(*Switch, *manualClock, *frame.Pool) {
+		return func(s *Switch, _ *manualClock, _ *frame.Pool) { s.SetPortUp(1, up) }
+	}
+	us := clock.Microsecond
+	for _, tc := range []struct {
+		name         string
+		steps        []func(*Switch, *manualClock, *frame.Pool)
+		prio3, globl clock.Time
+	}{
+		{"link flap without pause", []func(*Switch, *manualClock, *frame.Pool){
+			at(1000 * us), link(false), at(2000 * us), link(true), at(3000 * us)}, 0, 0},
+		{"down from the start", []func(*Switch, *manualClock, *frame.Pool){
+			at(1000 * us), link(false), at(2000 * us)}, 0, 0},
+		{"pfc expired then link down", []func(*Switch, *manualClock, *frame.Pool){
+			pfc(1000), at(100 * us), link(false), at(150 * us), link(true), at(200 * us)}, q1000, 0},
+		{"link down mid pfc", []func(*Switch, *manualClock, *frame.Pool){
+			pfc(0xFFFF), at(10 * us), link(false), at(1000 * us), link(true), at(2000 * us)}, 10 * us, 0},
+		{"xon after pfc expired", []func(*Switch, *manualClock, *frame.Pool){
+			pfc(1000), at(100 * us), pfc(0), at(200 * us)}, q1000, 0},
+		{"xon mid pfc", []func(*Switch, *manualClock, *frame.Pool){
+			pfc(0xFFFF), at(7 * us), pfc(0), at(200 * us)}, 7 * us, 0},
+		{"two pfc pauses with a gap", []func(*Switch, *manualClock, *frame.Pool){
+			pfc(1000), at(100 * us), pfc(0), at(150 * us), pfc(1000), at(300 * us)}, 2 * q1000, 0},
+		{"pause 0 after pause expired", []func(*Switch, *manualClock, *frame.Pool){
+			pause(100), at(100 * us), pause(0), at(200 * us)}, q100, q100},
+		{"pause expired then link down", []func(*Switch, *manualClock, *frame.Pool){
+			pause(100), at(100 * us), link(false), at(150 * us), link(true), at(200 * us)}, q100, q100},
+		{"link down mid pause", []func(*Switch, *manualClock, *frame.Pool){
+			pause(0xFFFF), at(10 * us), link(false), at(1000 * us)}, 10 * us, 10 * us},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, clk, pool := newTestSwitch(t, testConfig(2, speed))
+			s.Attach(0, &sink{clk: clk})
+			s.Attach(1, &sink{clk: clk})
+			var last3, lastG int64
+			for i, step := range tc.steps {
+				step(s, clk, pool)
+				// A scrape between steps must not change what is counted.
+				c := s.Counters(1)
+				if c.Prio[3].RxPauseDurationPs < last3 || c.RxGlobalPauseDurationPs < lastG {
+					t.Fatalf("step %d: durations went back: prio3 %d < %d or global %d < %d",
+						i, c.Prio[3].RxPauseDurationPs, last3, c.RxGlobalPauseDurationPs, lastG)
+				}
+				last3, lastG = c.Prio[3].RxPauseDurationPs, c.RxGlobalPauseDurationPs
+			}
+			if last3 != int64(tc.prio3) || lastG != int64(tc.globl) {
+				t.Errorf("rx_prio3_pause_duration %v, rx_global_pause_duration %v; want %v, %v",
+					clock.Time(last3), clock.Time(lastG), tc.prio3, tc.globl)
+			}
+			// Priorities never paused stay at zero (a PAUSE stops them all).
+			if c := s.Counters(1); tc.globl == 0 && c.Prio[0].RxPauseDurationPs != 0 {
+				t.Errorf("rx_prio0_pause_duration %d ps without a pause", c.Prio[0].RxPauseDurationPs)
+			}
+		})
+	}
+}
