@@ -167,6 +167,8 @@ func makePlan(spec *Spec, mode HostMode, labFile string, sock func(name string) 
 		return nil, errs
 	}
 
+	// Ports outside the switches' spanning tree do not flood (up_stp.go).
+	blocked := floodBlocked(spec)
 	for _, pn := range p.nodes {
 		n := pn.node
 		switch {
@@ -182,6 +184,9 @@ func makePlan(spec *Spec, mode HostMode, labFile string, sock func(name string) 
 				uri := portURI(pt, linkSock[pt.Link], byNode[pt.Peer.Node].namespace, mode)
 				d.args = append(d.args, "--port", pt.Name+"="+uri)
 				pn.ports = append(pn.ports, planPort{name: pt.Name, peer: pt.Peer.String(), uri: uri})
+			}
+			for _, name := range blocked[n] {
+				d.args = append(d.args, "--no-flood", name)
 			}
 			d.args = append(d.args, "--control", ctl)
 			pn.daemon = d

@@ -17,6 +17,7 @@
 package nicd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -113,7 +114,15 @@ type Daemon struct {
 // socket, and runs the loop. When it returns without error the daemon is
 // ready: the TAP is up and the port is bound (a listening port accepts its
 // peer in the background; the link is down until then).
-func Start(o Options) (_ *Daemon, err error) {
+func Start(o Options) (*Daemon, error) {
+	return StartContext(context.Background(), o)
+}
+
+// StartContext is Start, given up when ctx is done: a seqpacket-dial port
+// retries for up to DialTimeout while its peer is not listening yet, and
+// a SIGTERM in that time must stop the daemon at once. The error then
+// wraps ctx.Err(), and what was created so far (the TAP) is gone.
+func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 	if o.Spec == nil {
 		return nil, errors.New("nicd: no lab spec")
 	}
@@ -160,7 +169,7 @@ func Start(o Options) (_ *Daemon, err error) {
 			return nil, err
 		}
 	}
-	if err = d.openLink(); err != nil {
+	if err = d.openLink(ctx); err != nil {
 		return nil, err
 	}
 	d.setupStorm()

@@ -1,6 +1,7 @@
 package nicd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -10,15 +11,23 @@ import (
 
 // openLink binds the link port: an in-process link or a dialled or UDP
 // one is attached now; a listening port accepts its peer in the
-// background.
-func (d *Daemon) openLink() error {
+// background. Dialling retries until DialTimeout or until ctx is done.
+func (d *Daemon) openLink(ctx context.Context) error {
 	if d.opts.Link != nil {
 		return d.attachLink(d.opts.Link)
 	}
 	switch d.uri.Kind {
 	case "seqpacket-dial":
+		d.log.Printf("port %s: dialling", d.uri)
 		deadline := time.Now().Add(d.opts.DialTimeout)
+		retry := time.NewTimer(0)
+		defer retry.Stop()
 		for {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("--port %s: %w", d.uri, ctx.Err())
+			case <-retry.C:
+			}
 			sp, err := rt.DialSeqpacket(d.uri.Path)
 			if err == nil {
 				return d.attachLink(sp)
@@ -26,7 +35,7 @@ func (d *Daemon) openLink() error {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("--port %s: %w", d.uri, err)
 			}
-			time.Sleep(20 * time.Millisecond)
+			retry.Reset(20 * time.Millisecond)
 		}
 	case "udp":
 		u, err := rt.DialUDP(d.uri.Local, d.uri.Remote)

@@ -42,7 +42,8 @@ import (
 // simulator and the long-run rate is exact. The replay is bounded by
 // MaxLag: a timer more than MaxLag overdue sees now-MaxLag, so a machine
 // that cannot keep up loses time instead of falling ever further behind.
-// Outside callbacks Now reads the wall clock. Now never goes backwards.
+// Outside callbacks Now reads the wall clock, once per loop event (see
+// Now). Now never goes backwards.
 //
 // Now is for the engine, on the Loop's goroutine; other goroutines (port
 // writers, pacers) read WallNow.
@@ -54,8 +55,15 @@ type Clock struct {
 	wake   *time.Timer
 	wakeAt clock.Time // virtual time the runtime timer is armed for; Never if stopped
 	// fired is set while the runtime timer's arming was consumed by a fire,
-	// so rearm must arm it again even for an unchanged earliest time.
+	// so arm must arm it again even for an unchanged earliest time.
 	fired bool
+	// dirty is set when a Timer was armed or stopped since the runtime
+	// timer was last pointed at the earliest one (see settle).
+	dirty bool
+	// inEvent is set while the loop handles an event; evAt is Now's
+	// reading for it once evValid (see Now).
+	inEvent, evValid bool
+	evAt             clock.Time
 
 	maxLag clock.Time
 	last   clock.Time // the latest time Now returned
@@ -92,11 +100,24 @@ func (c *Clock) SetMaxLag(d clock.Time) { c.maxLag = max(d, 0) }
 func (c *Clock) MaxLag() clock.Time { return c.maxLag }
 
 // Now implements clock.Clock for the engine: loop goroutine only. Inside
-// a timer callback it is the timer's due time (see Clock); elsewhere the
-// wall clock. It never returns less than it returned before.
+// a timer callback it is the timer's due time (see Clock). Within a loop
+// event otherwise it is the wall clock as first read during that event:
+// the frames of one received batch arrived together, and handling them
+// takes no emulated time (an engine spaces them at its link rate with
+// its own timers, which the loop runs right after the event, each at its
+// due time); it also spares a clock read per engine step, several per
+// frame. Outside events (before Run) it is the wall clock. It never
+// returns less than it returned before.
 func (c *Clock) Now() clock.Time {
 	t := c.cbAt
-	if !c.inCB {
+	switch {
+	case c.inCB:
+	case c.inEvent:
+		if !c.evValid {
+			c.evAt, c.evValid = c.WallNow(), true
+		}
+		t = c.evAt
+	default:
 		t = c.WallNow()
 	}
 	if t < c.last {
@@ -200,10 +221,19 @@ func (t *Timer) String() string {
 	return "timer(stopped)"
 }
 
-// rearm points the runtime timer at the earliest Timer. It only touches the
-// runtime timer when the earliest time changed, so re-arming a later timer
-// on the per-frame path costs a heap fix and nothing else.
-func (c *Clock) rearm() {
+// rearm records that the earliest Timer may have changed. The runtime
+// timer is re-pointed once per loop event, by settle, not per Reset: an
+// engine re-arms a timer for every frame it sends (a port's serialization
+// timer, due a frame time later), and by the end of the event that time
+// has usually passed, so the timer runs there and the runtime timer is
+// never touched (no runtime timer operation, no extra loop wake-up per
+// frame).
+func (c *Clock) rearm() { c.dirty = true }
+
+// arm points the runtime timer at the earliest Timer. It only touches the
+// runtime timer when the earliest time changed.
+func (c *Clock) arm() {
+	c.dirty = false
 	next := clock.Never
 	if len(c.heap.t) > 0 {
 		next = c.heap.t[0].at
@@ -219,6 +249,21 @@ func (c *Clock) rearm() {
 	c.wake.Reset(c.WallUntil(next))
 }
 
+// beginEvent and endEvent bracket a loop event (see Now).
+func (c *Clock) beginEvent() { c.inEvent, c.evValid = true, false }
+func (c *Clock) endEvent()   { c.inEvent = false }
+
+// settle runs after every loop event (and before the first): if timers
+// were armed or stopped, it runs those already due, as the runtime timer
+// would have a moment later, and points the runtime timer at the next.
+func (c *Clock) settle() {
+	if !c.dirty {
+		return
+	}
+	c.runDue()
+	c.arm()
+}
+
 // maxFiresPerPass bounds the callbacks one expire call runs, so a timer
 // that keeps re-arming itself in the past cannot starve frame arrivals.
 const maxFiresPerPass = 4096
@@ -228,8 +273,15 @@ const maxFiresPerPass = 4096
 // Loop when the runtime timer fired.
 func (c *Clock) expire() {
 	// The runtime timer fired: whatever it was armed for is consumed, so
-	// rearm must arm it again even for the same time.
+	// arm must arm it again even for the same time.
 	c.fired = true
+	c.runDue()
+	c.arm()
+}
+
+// runDue runs the callbacks of every timer due by now, earliest first
+// (ties in arming order), at most maxFiresPerPass of them.
+func (c *Clock) runDue() {
 	now := c.WallNow()
 	floor := now - c.maxLag
 	for i := 0; i < maxFiresPerPass && len(c.heap.t) > 0 && c.heap.t[0].at <= now; i++ {
@@ -239,8 +291,6 @@ func (c *Clock) expire() {
 		t.f() // may Reset t or others; the heap is consistent here
 		c.inCB = false
 	}
-	c.fired = true
-	c.rearm()
 }
 
 // pending is the number of armed timers.

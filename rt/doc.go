@@ -4,7 +4,8 @@
 // functions onto one goroutine (Loop), ports that connect a Loop to a link
 // transport (Port), the transports a daemon's ports use (Seqpacket: unix
 // SOCK_SEQPACKET between processes; UDP: between machines; TAP: towards a
-// namespace's kernel, with TSO/GSO segmentation and checksum offload), and
+// namespace's kernel, with TSO/GSO segmentation and checksum offload
+// towards us and segment merging into GSO frames towards the kernel), and
 // a pacer that releases frames at a link rate (Pacer).
 //
 // The engines are never called from two goroutines: everything that
@@ -16,10 +17,19 @@
 // I/O is batch-shaped as in wireguard-go's tun.Device and conn.Bind: a Read
 // or Write moves a slice of frames, even where the backend moves one per
 // system call (recvmmsg/sendmmsg for the sockets; the TAP reads one
-// kernel frame per call but a TSO frame yields up to 64 segments).
+// kernel frame per call but a TSO frame yields up to 64 segments, and
+// TAP.Queue writes a flow's consecutive segments as one GSO frame). A TAP
+// port's reader stays in one poller wait for its whole life
+// (TAP.ReadStream) and its read(2)/write(2) skip the runtime's system-call
+// hooks (rawio_linux.go): a frame that wakes an idle daemon costs one
+// read, one read that says EAGAIN and one write.
 //
 // Timing on a real machine: runtime timers fire tens of microseconds to a
 // millisecond late. The Clock therefore replays late timers at their due
 // times (bounded by MaxLag), and the Pacer books frames in link time with
 // a slack (Burst); both keep long-run rates exact at the cost of bursts.
+// Timers that fall due while the loop handles an event run right after it
+// (Clock.settle) instead of through a runtime timer, and within an event
+// Now does not advance: an engine that sends a batch of frames arms its
+// port's timer once per frame, and none of that touches the runtime.
 package rt

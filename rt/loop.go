@@ -25,6 +25,9 @@ type Loop struct {
 	quit  chan struct{}
 	done  chan struct{}
 
+	// after runs once each event has been handled (see SetAfterEvent).
+	after func()
+
 	mu      sync.Mutex // guards ports, closed and started against Close from another goroutine
 	ports   []*Port
 	closed  bool
@@ -69,6 +72,14 @@ func (l *Loop) Post(fn func()) bool {
 	}
 }
 
+// SetAfterEvent sets fn to run on the loop's goroutine after every event
+// it handles: a received batch, the timers that fell due together, a
+// posted function. A driver that holds work back within an event finishes
+// it there: a TAP port merging the segments one batch produced into one
+// write flushes them, so nothing waits for a later event or a timer. Call
+// it before Run (or from the loop's goroutine); nil removes it.
+func (l *Loop) SetAfterEvent(fn func()) { l.after = fn }
+
 // Run is the event loop. It returns after Close.
 func (l *Loop) Run() {
 	l.mu.Lock()
@@ -80,16 +91,25 @@ func (l *Loop) Run() {
 	l.mu.Unlock()
 	defer close(l.done)
 	defer l.clk.stop()
+	l.clk.settle() // timers armed before Run
 	for {
 		select {
 		case <-l.clk.wake.C:
 			l.clk.expire()
 		case b := <-l.rx:
+			l.clk.beginEvent()
 			b.port.receive(b)
+			l.clk.endEvent()
 		case fn := <-l.posts:
+			l.clk.beginEvent()
 			fn()
+			l.clk.endEvent()
 		case <-l.quit:
 			return
+		}
+		l.clk.settle()
+		if l.after != nil {
+			l.after()
 		}
 	}
 }

@@ -153,6 +153,10 @@ func (p *Port) RoutineRead() {
 		}
 		p.cfg.Log.verbosef("port %s: RoutineRead stopped", p.cfg.Name)
 	}()
+	if sr, ok := p.link.(streamReader); ok {
+		p.readStream(sr)
+		return
+	}
 	for {
 		var b *rxBatch
 		select {

@@ -28,6 +28,9 @@ type TAPConfig struct {
 	NoOffload bool
 	// Up brings the interface up after creating it.
 	Up bool
+	// NoCoalesce makes Queue write every frame on its own instead of
+	// merging segment trains into GSO frames (for comparison).
+	NoCoalesce bool
 }
 
 // TAPCounters count what the TAP's reader did with the kernel's frames.
@@ -38,6 +41,14 @@ type TAPCounters struct {
 	Malformed   atomic.Uint64 // dropped: headers inconsistent with the vnet header
 	Unsupported atomic.Uint64 // dropped: a gso_type we do not segment
 	TooLarge    atomic.Uint64 // dropped: a frame or segment larger than the buffer
+
+	// Towards the kernel (Write, Queue and Flush). TxFrames counts
+	// frames as they were handed over: a merged train counts each of its
+	// segments.
+	TxFrames, TxBytes atomic.Uint64
+	TxErrors          atomic.Uint64 // frames lost to a failed write(2)
+	TxGSOWrites       atomic.Uint64 // merged trains written (one write(2) each)
+	TxGSOSegments     atomic.Uint64 // segments written inside merged trains
 }
 
 // TAP is a link to a namespace's kernel through a TAP device opened with
@@ -49,7 +60,9 @@ type TAPCounters struct {
 // Read returns link-MTU frames: it completes partial checksums and
 // segments TSO/GSO frames (TCPv4, TCPv6, UDP_L4) with correct IP and
 // TCP/UDP checksums. Write sends each frame with a zeroed vnet header (no
-// offload requested: our frames carry their checksums).
+// offload requested: our frames carry their checksums); Queue and Flush
+// merge consecutive segments of a flow into one GSO frame per write(2),
+// the receive offload a NIC does (gro_linux.go).
 type TAP struct {
 	f      *os.File
 	rc     syscall.RawConn
@@ -65,11 +78,13 @@ type TAP struct {
 	rerrno error              // readFn result
 	readFn func(uintptr) bool // t.readOnce, bound once: a closure per call would allocate
 
-	wmu     sync.Mutex
-	wstage  []byte // vnet header + one frame, for writes without headroom
-	wmsg    []byte
-	werrno  error
-	writeFn func(uintptr) bool
+	wmu        sync.Mutex
+	wstage     []byte // vnet header + one frame, for writes without headroom
+	wmsg       []byte
+	werrno     error
+	writeFn    func(uintptr) bool
+	train      coalescer // Queue's segment train (gro_linux.go)
+	noCoalesce bool
 
 	Counters TAPCounters
 }
@@ -136,6 +151,7 @@ func CreateTAP(cfg TAPConfig) (*TAP, error) {
 		f: f, rc: rc, name: name, mtu: cfg.MTU,
 		stage:  make([]byte, tapStageSize),
 		wstage: make([]byte, VnetHdrLen+65536),
+		train:  newCoalescer(), noCoalesce: cfg.NoCoalesce,
 	}
 	t.readFn, t.writeFn = t.readOnce, t.writeOnce
 	if err := t.configureLink(cfg); err != nil {
@@ -216,58 +232,120 @@ func (t *TAP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	defer t.rmu.Unlock()
 	k := 0
 	n := min(len(bufs), len(sizes))
-	for k < n {
-		if t.seg.pending() {
-			size, err := t.seg.emit(bufs[k][offset:])
-			if err != nil {
-				t.Counters.TooLarge.Add(1)
-				continue
-			}
-			t.Counters.Segments.Add(1)
-			sizes[k] = size
-			k++
-			continue
+	for {
+		if k = t.drainSegments(bufs, sizes, offset, k, n); k == n {
+			return k, nil
 		}
 		got, err := t.readFrame(k == 0)
 		if err != nil {
-			if k > 0 && errors.Is(err, unix.EAGAIN) {
-				break
-			}
 			if k > 0 {
-				// Report the frames we have; the error recurs on the next Read.
-				break
+				// Report the frames we have; an error other than EAGAIN
+				// recurs on the next Read.
+				return k, nil
 			}
 			return 0, err
 		}
-		if got < VnetHdrLen {
-			t.Counters.Malformed.Add(1)
-			continue
-		}
-		h := VnetHdr(t.stage[:VnetHdrLen])
-		pkt := t.stage[VnetHdrLen:got]
-		if h.GSOKind() != unix.VIRTIO_NET_HDR_GSO_NONE {
-			if err := t.seg.start(h, pkt, t.mtu); err != nil {
-				t.countDrop(err)
+		k = t.accept(got, bufs, sizes, offset, k)
+	}
+}
+
+// ReadStream implements streamReader: it reads like Read, but stays in
+// one blocking call for the reader's whole life and hands each batch to
+// deliver, which returns the buffers for the next one (false: stop). It
+// exists for latency: Read must return when the kernel's queue is empty,
+// and the runtime poller re-arms on the next call by forgetting what it
+// knew, so every wake-up cost a read(2) that returned EAGAIN twice. Here
+// the poller parks right after the first EAGAIN.
+func (t *TAP) ReadStream(bufs [][]byte, sizes []int, offset int, deliver func(n int) ([][]byte, []int, bool)) error {
+	t.rmu.Lock()
+	defer t.rmu.Unlock()
+	k := 0
+	var rerr error
+	fn := func(fd uintptr) bool {
+		for {
+			n := min(len(bufs), len(sizes))
+			if k = t.drainSegments(bufs, sizes, offset, k, n); k == n {
+				var ok bool
+				if bufs, sizes, ok = deliver(k); !ok {
+					return true
+				}
+				k = 0
 				continue
 			}
-			t.Counters.GSOFrames.Add(1)
-			continue
-		}
-		if h.NeedsCsum() {
-			if err := completeChecksum(h, pkt); err != nil {
-				t.countDrop(err)
-				continue
+			got, errno := rawRead(fd, t.stage)
+			switch errno {
+			case nil:
+				k = t.accept(got, bufs, sizes, offset, k)
+			case unix.EINTR:
+			case unix.EAGAIN:
+				if k > 0 {
+					var ok bool
+					if bufs, sizes, ok = deliver(k); !ok {
+						return true
+					}
+					k = 0
+				}
+				return false // the poller waits for the next frame
+			default:
+				rerr = os.NewSyscallError("read", errno)
+				return true
 			}
-			t.Counters.CsumPartial.Add(1)
 		}
-		if len(pkt) > len(bufs[k])-offset {
+	}
+	if err := t.rc.Read(fn); err != nil {
+		return t.closedErr(err)
+	}
+	return rerr
+}
+
+// drainSegments moves the segments the segmenter still holds into bufs
+// from index k on, up to n, and returns the new k.
+func (t *TAP) drainSegments(bufs [][]byte, sizes []int, offset, k, n int) int {
+	for k < n && t.seg.pending() {
+		size, err := t.seg.emit(bufs[k][offset:])
+		if err != nil {
 			t.Counters.TooLarge.Add(1)
 			continue
 		}
-		sizes[k] = copy(bufs[k][offset:], pkt)
+		t.Counters.Segments.Add(1)
+		sizes[k] = size
 		k++
 	}
-	return k, nil
+	return k
+}
+
+// accept takes the vnet header and frame of got bytes read into t.stage:
+// a TSO/GSO frame goes to the segmenter, any other frame (its checksum
+// completed if the kernel left that to us) into bufs[k]. It returns the
+// new k; a frame it cannot take is dropped and counted.
+func (t *TAP) accept(got int, bufs [][]byte, sizes []int, offset, k int) int {
+	if got < VnetHdrLen {
+		t.Counters.Malformed.Add(1)
+		return k
+	}
+	h := VnetHdr(t.stage[:VnetHdrLen])
+	pkt := t.stage[VnetHdrLen:got]
+	if h.GSOKind() != unix.VIRTIO_NET_HDR_GSO_NONE {
+		if err := t.seg.start(h, pkt, t.mtu); err != nil {
+			t.countDrop(err)
+			return k
+		}
+		t.Counters.GSOFrames.Add(1)
+		return k
+	}
+	if h.NeedsCsum() {
+		if err := completeChecksum(h, pkt); err != nil {
+			t.countDrop(err)
+			return k
+		}
+		t.Counters.CsumPartial.Add(1)
+	}
+	if len(pkt) > len(bufs[k])-offset {
+		t.Counters.TooLarge.Add(1)
+		return k
+	}
+	sizes[k] = copy(bufs[k][offset:], pkt)
+	return k + 1
 }
 
 func (t *TAP) countDrop(err error) {
@@ -298,7 +376,7 @@ func (t *TAP) readFrame(wait bool) (int, error) {
 
 // readOnce is one read(2); false asks the poller to wait.
 func (t *TAP) readOnce(fd uintptr) bool {
-	t.rn, t.rerrno = unix.Read(int(fd), t.stage)
+	t.rn, t.rerrno = rawRead(fd, t.stage)
 	if t.rerrno == unix.EINTR {
 		return false
 	}
@@ -307,24 +385,18 @@ func (t *TAP) readOnce(fd uintptr) bool {
 
 // Write implements Link. With offset >= VnetHdrLen the zeroed vnet header
 // is written into the headroom in front of each frame (no copy);
-// otherwise the frame is copied behind a header.
+// otherwise the frame is copied behind a header. A train pending from
+// Queue goes first.
 func (t *TAP) Write(bufs [][]byte, offset int) (int, error) {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	for i, b := range bufs {
-		var msg []byte
-		if offset >= VnetHdrLen {
-			msg = b[offset-VnetHdrLen:]
-			clear(msg[:VnetHdrLen])
-		} else {
-			if len(b)-offset > len(t.wstage)-VnetHdrLen {
-				return i, ErrFrameTooLarge
-			}
-			clear(t.wstage[:VnetHdrLen])
-			n := copy(t.wstage[VnetHdrLen:], b[offset:])
-			msg = t.wstage[:VnetHdrLen+n]
+	if t.train.pending() {
+		if err := t.flushTrain(); err != nil {
+			return 0, err
 		}
-		if err := t.writeFrame(msg); err != nil {
+	}
+	for i, b := range bufs {
+		if err := t.writeOne(b, offset); err != nil {
 			return i, err
 		}
 	}
@@ -346,8 +418,101 @@ func (t *TAP) writeFrame(msg []byte) error {
 
 // writeOnce is one write(2); false asks the poller to wait.
 func (t *TAP) writeOnce(fd uintptr) bool {
-	_, t.werrno = unix.Write(int(fd), t.wmsg)
+	_, t.werrno = rawWrite(fd, t.wmsg)
 	return t.werrno != unix.EAGAIN && t.werrno != unix.EINTR
+}
+
+// Queue hands the TAP one frame, b[offset:], from the one goroutine that
+// writes (an engine's loop). Consecutive TCP or UDP segments of a flow are
+// merged into one GSO frame (see gro_linux.go) that Flush, or the first
+// frame that does not continue it, writes; anything else is written at
+// once, in order behind a pending train. With offset >= VnetHdrLen a frame
+// written on its own gets its vnet header in the headroom (no copy);
+// merged segments are copied. The caller keeps b. The error is that of a
+// write(2) this call made; the frames it lost are counted (TxErrors).
+//
+// The caller must Flush when it has handed over what it has for now (the
+// end of an event of its loop): a train is never held longer.
+func (t *TAP) Queue(b []byte, offset int) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	frame := b[offset:]
+	if t.noCoalesce {
+		return t.writeOne(b, offset)
+	}
+	s, ok := parseGROSeg(frame)
+	var err error
+	if t.train.pending() {
+		if ok && t.train.add(frame, s) {
+			if t.train.closed {
+				return t.flushTrain()
+			}
+			return nil
+		}
+		err = t.flushTrain()
+	}
+	if !ok {
+		return errors.Join(err, t.writeOne(b, offset))
+	}
+	t.train.start(frame, s)
+	if t.train.closed {
+		err = errors.Join(err, t.flushTrain())
+	}
+	return err
+}
+
+// Flush writes the pending train, if any.
+func (t *TAP) Flush() error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	if !t.train.pending() {
+		return nil
+	}
+	return t.flushTrain()
+}
+
+// flushTrain writes the pending train; wmu held.
+func (t *TAP) flushTrain() error {
+	segs := uint64(t.train.segs)
+	// Bytes as the segments had them: each carries the headers.
+	bytes := uint64(t.train.frameLen()) + (segs-1)*uint64(t.train.first.pay)
+	msg := t.train.finish()
+	if err := t.writeFrame(msg); err != nil {
+		t.Counters.TxErrors.Add(segs)
+		return err
+	}
+	t.Counters.TxFrames.Add(segs)
+	t.Counters.TxBytes.Add(bytes)
+	if segs > 1 {
+		t.Counters.TxGSOWrites.Add(1)
+		t.Counters.TxGSOSegments.Add(segs)
+	}
+	return nil
+}
+
+// writeOne writes b[offset:] on its own with a zeroed vnet header; wmu
+// held.
+func (t *TAP) writeOne(b []byte, offset int) error {
+	var msg []byte
+	if offset >= VnetHdrLen {
+		msg = b[offset-VnetHdrLen:]
+		clear(msg[:VnetHdrLen])
+	} else {
+		if len(b)-offset > len(t.wstage)-VnetHdrLen {
+			t.Counters.TxErrors.Add(1)
+			return ErrFrameTooLarge
+		}
+		clear(t.wstage[:VnetHdrLen])
+		n := copy(t.wstage[VnetHdrLen:], b[offset:])
+		msg = t.wstage[:VnetHdrLen+n]
+	}
+	if err := t.writeFrame(msg); err != nil {
+		t.Counters.TxErrors.Add(1)
+		return err
+	}
+	t.Counters.TxFrames.Add(1)
+	t.Counters.TxBytes.Add(uint64(len(msg) - VnetHdrLen))
+	return nil
 }
 
 // Close implements Link. The device disappears with the descriptor.

@@ -91,6 +91,9 @@ type PortStatus struct {
 	Loss      float64 `json:"loss"`
 	Corrupt   float64 `json:"corrupt"`
 	OnWire    int     `json:"frames_on_wire"`
+	// NoFlood: the port is left out of broadcast/multicast flooding
+	// (--no-flood, outside the switches' spanning tree).
+	NoFlood bool `json:"no_flood,omitempty"`
 }
 
 // listenControl creates the control socket, mode 0600.
@@ -248,6 +251,7 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 	fn("not_connected_drop", st.NotConnected)
 	fn("flood_rx", st.FloodRx)
 	fn("flood_tx", st.FloodTx)
+	fn("flood_blocked_rx", st.FloodBlocked)
 	fn("capture_drop", st.CaptureDrops)
 	t := p.transport()
 	fn("transport_rx_frames", t.RxFrames)
@@ -263,7 +267,7 @@ func (d *Daemon) portStatus(p *swPort) PortStatus {
 	s := PortStatus{
 		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, Up: p.up(),
 		Speed: lab.FormatRate(p.speed), Rate: lab.FormatRate(p.rate), Delay: formatTime(p.delay),
-		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.held(),
+		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.held(), NoFlood: p.noFlood,
 	}
 	if p.in != nil {
 		s.OnWire += p.in.held()

@@ -11,6 +11,7 @@
 package swd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -85,6 +86,15 @@ type Daemon struct {
 // and opens the control socket and the metrics listener. The loop is not
 // running yet: Start runs it. Errors name the flag and value at fault.
 func New(opts Options, logw io.Writer) (*Daemon, error) {
+	return NewContext(context.Background(), opts, logw)
+}
+
+// NewContext is New, given up when ctx is done: a seqpacket-dial port
+// retries for up to DialTimeout while its peer is not listening yet, and
+// a SIGTERM in that time must stop the daemon at once, not after the
+// retries. The error then wraps ctx.Err(), and whatever was created so
+// far (listening sockets, TAPs) is gone.
+func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -116,6 +126,13 @@ func New(opts Options, logw io.Writer) (*Daemon, error) {
 		}
 		binds[b.Port] = b
 	}
+	noFlood := make(map[string]bool, len(opts.NoFlood))
+	for _, name := range opts.NoFlood {
+		if d.node.Port(name) == nil {
+			return nil, fmt.Errorf("--no-flood %s: switch %s has no port %s", name, opts.Node, name)
+		}
+		noFlood[name] = true
+	}
 	cfg, err := sim.SwitchConfig(spec, d.node, spec.Sim.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("--node %s: %w", opts.Node, err)
@@ -124,6 +141,7 @@ func New(opts Options, logw io.Writer) (*Daemon, error) {
 
 	d.clk = rt.NewClock(opts.Dilation)
 	d.loop = rt.NewLoop(d.clk)
+	d.loop.SetAfterEvent(d.flushTAPs)
 	d.sw, err = switchcore.New(cfg, d.clk, d.loop.Pool())
 	if err != nil {
 		return nil, fmt.Errorf("--node %s: %w", opts.Node, err)
@@ -136,7 +154,7 @@ func New(opts Options, logw io.Writer) (*Daemon, error) {
 	d.sw.SetTrace(d.trace)
 
 	for i, lp := range d.node.Ports {
-		p := &swPort{d: d, idx: i, name: lp.Name, bind: binds[lp.Name], adminUp: true, speed: d.sw.PortSpeed(i)}
+		p := &swPort{d: d, idx: i, name: lp.Name, bind: binds[lp.Name], adminUp: true, speed: d.sw.PortSpeed(i), noFlood: noFlood[lp.Name]}
 		p.rate = p.speed
 		if lp.Link != nil {
 			p.delay, p.loss, p.corrupt = lp.Link.Delay, lp.Link.Loss, lp.Link.Corrupt
@@ -158,7 +176,7 @@ func New(opts Options, logw io.Writer) (*Daemon, error) {
 		d.ports = append(d.ports, p)
 		d.sw.Attach(i, p)
 	}
-	if err := d.bindAll(); err != nil {
+	if err := d.bindAll(ctx); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -211,8 +229,8 @@ func addHostForwarding(spec *lab.Spec, sw *lab.Node, cfg *switchcore.Config) {
 
 // bindAll creates every port's transport. Listening ports count as bound
 // once they listen (their peer may start later); dialing ports retry until
-// DialTimeout.
-func (d *Daemon) bindAll() error {
+// DialTimeout or until ctx is done.
+func (d *Daemon) bindAll(ctx context.Context) error {
 	for _, p := range d.ports {
 		b := p.bind
 		if b == nil {
@@ -248,7 +266,8 @@ func (d *Daemon) bindAll() error {
 			d.wg.Add(1)
 			go d.acceptLoop(p, ln)
 		case SeqpacketDial:
-			sp, err := d.dial(b.Path, DialTimeout)
+			d.log.Printf("port %s: dialling %s", p.name, b.Path)
+			sp, err := d.dial(ctx, b.Path, DialTimeout)
 			if err != nil {
 				return fmt.Errorf("%s: %w", flag, err)
 			}
@@ -335,10 +354,20 @@ func removeStaleSocket(path string) {
 	os.Remove(path)
 }
 
-// dial connects a seqpacket port, retrying until timeout or Close.
-func (d *Daemon) dial(path string, timeout time.Duration) (*rt.Seqpacket, error) {
+// dial connects a seqpacket port, retrying until timeout, Close or ctx
+// is done.
+func (d *Daemon) dial(ctx context.Context, path string, timeout time.Duration) (*rt.Seqpacket, error) {
 	deadline := time.Now().Add(timeout)
+	retry := time.NewTimer(0)
+	defer retry.Stop()
 	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-d.quit:
+			return nil, rt.ErrClosed
+		case <-retry.C:
+		}
 		sp, err := rt.DialSeqpacket(path)
 		if err == nil {
 			return sp, nil
@@ -346,11 +375,7 @@ func (d *Daemon) dial(path string, timeout time.Duration) (*rt.Seqpacket, error)
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("no peer listening after %v: %w", timeout, err)
 		}
-		select {
-		case <-d.quit:
-			return nil, rt.ErrClosed
-		case <-time.After(50 * time.Millisecond):
-		}
+		retry.Reset(50 * time.Millisecond)
 	}
 }
 
@@ -397,7 +422,7 @@ func (d *Daemon) redialLoop(p *swPort, tp *rt.Port) {
 		if !d.waitGone(p, tp) {
 			return
 		}
-		sp, err := d.dial(p.bind.Path, 365*24*time.Hour)
+		sp, err := d.dial(context.Background(), p.bind.Path, 365*24*time.Hour)
 		if err != nil {
 			return // closing
 		}

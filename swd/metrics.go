@@ -84,6 +84,7 @@ func (d *Daemon) metricsText() []byte {
 		dir("emu_link_lost_packets_total", "Frames lost by the emulated wire (link loss).", p.st.LinkLossTx, p.st.LinkLossRx)
 		dir("emu_link_corrupted_packets_total", "Frames corrupted by the emulated wire.", p.st.LinkCorruptTx, p.st.LinkCorruptRx)
 		dir("emu_flooded_packets_total", "Broadcast and multicast frames flooded by the daemon.", p.st.FloodTx, p.st.FloodRx)
+		ctr("emu_flood_blocked_packets_total", "Broadcast and multicast frames received on a port left out of flooding (--no-flood) and dropped.", p.st.FloodBlocked)
 		qd := p.out.drops
 		if p.in != nil {
 			qd += p.in.drops

@@ -18,6 +18,11 @@ type Options struct {
 	Dilation int
 	// Log is --log FILE ("" = standard error).
 	Log string
+	// NoFlood is --no-flood PORTNAME, repeated: ports left out of the
+	// broadcast/multicast flooding, as a spanning tree blocks them (the
+	// ports outside the tree `emulab up` computes over the lab's switches).
+	// A group-addressed frame arriving on one is not flooded either.
+	NoFlood []string
 }
 
 // TransportKind is the scheme of a port URI.

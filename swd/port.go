@@ -23,6 +23,9 @@ type swPort struct {
 	// corruption also apply host -> switch. On links to other daemons each
 	// end emulates its own egress.
 	both bool
+	// noFlood leaves the port out of broadcast/multicast flooding
+	// (--no-flood: outside the lab's spanning tree of switches).
+	noFlood bool
 
 	tr  *rt.Port // current transport port, nil while not connected
 	tap *rt.TAP
@@ -30,9 +33,11 @@ type swPort struct {
 	// TAP itself instead of handing them to the port's writer goroutine.
 	// A TAP write never blocks (the kernel queues or drops), and one
 	// goroutine hand-off less per frame is a wake-up less of latency and
-	// CPU on a 2-core machine (see bench/).
+	// CPU on a 2-core machine (see bench/). The TAP merges consecutive
+	// segments of a flow into one GSO write; tapQueued says it may hold
+	// a train that flushTAPs (taptx.go) writes after the loop's event.
 	direct    bool
-	one       [1][]byte
+	tapQueued bool
 	connected bool
 	adminUp   bool
 
@@ -62,8 +67,10 @@ type portStats struct {
 	NotConnected                 uint64 // frames for a port whose peer is not connected
 	FloodRx, FloodTx             uint64 // broadcast/multicast frames flooded from / to this port
 	CaptureDrops                 uint64 // capture records dropped: a slow capture client
-	// Frames the loop wrote to a TAP itself (direct).
-	DirectTxFrames, DirectTxBytes, DirectTxErrors uint64
+	// FloodBlocked counts broadcast/multicast frames that arrived on a
+	// --no-flood port and were dropped instead of flooded: the peer floods
+	// on a link this end blocks (a peer started with another tree).
+	FloodBlocked uint64
 }
 
 // trStats are a transport's counters (rt.PortCounters, as plain numbers).
@@ -88,9 +95,13 @@ func (p *swPort) transport() trStats {
 	if p.tr != nil {
 		s.add(&p.tr.Counters)
 	}
-	s.TxFrames += p.st.DirectTxFrames
-	s.TxBytes += p.st.DirectTxBytes
-	s.TxErrors += p.st.DirectTxErrors
+	if p.tap != nil {
+		// Written by the loop itself (direct), counted by the TAP.
+		c := &p.tap.Counters
+		s.TxFrames += c.TxFrames.Load()
+		s.TxBytes += c.TxBytes.Load()
+		s.TxErrors += c.TxErrors.Load()
+	}
 	return s
 }
 
@@ -146,16 +157,11 @@ func (p *swPort) toPeer(f *frame.Frame, _, _ clock.Time) {
 		return
 	}
 	if p.direct {
-		n := f.Len()
-		f.Prepend(rt.VnetHdrLen) // the TAP writes its zeroed vnet header here
-		p.one[0] = f.Data
-		if _, err := p.tap.Write(p.one[:], rt.VnetHdrLen); err != nil {
-			p.st.DirectTxErrors++
-		} else {
-			p.st.DirectTxFrames++
-			p.st.DirectTxBytes += uint64(n)
-		}
-		p.one[0] = nil
+		// The headroom takes the vnet header of a frame written on its
+		// own; a failed write is counted by the TAP (TxErrors).
+		f.Prepend(rt.VnetHdrLen)
+		p.tap.Queue(f.Data, rt.VnetHdrLen)
+		p.tapQueued = true
 		f.Put()
 		return
 	}
@@ -211,17 +217,31 @@ func (p *swPort) fromPeer(f *frame.Frame, release, tail clock.Time) {
 // connected port, as a plain L2 switch does, outside the engine's queues.
 // IEEE 802.1 reserved addresses (01:80:C2:00:00:0x: PFC, PAUSE, LLDP,
 // STP) are link-local and go to the engine, never flooded.
+//
+// Ports marked noFlood are outside the spanning tree of the lab's
+// switches: flooding neither sends on them nor floods what arrives on
+// them, as a port in the Discarding state of IEEE 802.1D-2004 (R)STP does,
+// so a flood never circulates round a cycle of switches. Unicast still
+// uses them (routes, ECMP).
 func (p *swPort) ingress(f *frame.Frame) {
 	d := p.d
 	b := f.Data
 	if len(b) >= wire.EthernetSize && b[0]&1 != 0 && !linkLocal(b) {
+		if p.noFlood {
+			if len(p.caps) > 0 {
+				d.capture(p, dirRx, b, "not flooded: arrived on a --no-flood port")
+			}
+			p.st.FloodBlocked++
+			f.Put()
+			return
+		}
 		if len(p.caps) > 0 {
 			d.capture(p, dirRx, b, "flooded (broadcast/multicast)")
 		}
 		p.st.FloodRx++
 		now := d.clk.Now()
 		for _, q := range d.ports {
-			if q == p || !q.up() {
+			if q == p || q.noFlood || !q.up() {
 				continue
 			}
 			c := f.Clone()

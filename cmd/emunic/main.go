@@ -8,10 +8,14 @@
 //
 // URI is seqpacket-listen:/path.sock, seqpacket-dial:/path.sock or
 // udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT. It prints "ready" on stdout once
-// the TAP and the port are up, and exits cleanly on SIGTERM or SIGINT.
+// the TAP and the port are up, and exits cleanly on SIGTERM or SIGINT,
+// also while a seqpacket-dial port is still waiting for its peer to
+// listen.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -70,17 +74,23 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	d, err := nicd.Start(nicd.Options{Spec: spec, Node: *node, TAP: *tap, Port: *port, Control: *control,
+	// A signal during Start (a seqpacket-dial port waiting for its peer)
+	// stops it too, and the daemon exits cleanly.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	d, err := nicd.StartContext(ctx, nicd.Options{Spec: spec, Node: *node, TAP: *tap, Port: *port, Control: *control,
 		Metrics: *metrics, TimeDilation: *dilation, Log: logger})
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			logger.Printf("signal while starting (%v): exiting", err)
+			return nil
+		}
 		return err
 	}
 	fmt.Fprintln(stdout, "ready")
 	select {
-	case s := <-sig:
-		logger.Printf("%v: shutting down", s)
+	case <-ctx.Done():
+		logger.Printf("signal: shutting down")
 	case <-d.Done():
 	}
 	return d.Close()

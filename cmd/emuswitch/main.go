@@ -2,16 +2,30 @@
 // switch named by --node in the lab file, its ports bound to transports
 // by --port, a control socket for counters, link changes and capture, and
 // optionally Prometheus metrics. It prints "ready" once every port is
-// bound and exits cleanly on SIGTERM or SIGINT.
+// bound and exits cleanly on SIGTERM or SIGINT, also while a
+// seqpacket-dial port is still waiting for its peer to listen.
 //
 //	emuswitch --lab FILE --node NAME --port PORTNAME=URI ... --control PATH
-//	          [--metrics ADDR:PORT] [--time-dilation N] [--log FILE]
+//	          [--no-flood PORTNAME ...] [--metrics ADDR:PORT]
+//	          [--time-dilation N] [--log FILE]
 //
 // Port URIs: seqpacket-listen:/path.sock, seqpacket-dial:/path.sock,
 // udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT, tap:IFNAME@NETNS.
+//
+// The switch floods broadcast and multicast frames (ARP) to its other
+// connected ports. --no-flood PORTNAME (repeatable) leaves a port out of
+// that flooding in both directions, as a spanning tree blocks it: nothing
+// is flooded out of it, and a broadcast or multicast arriving on it is
+// dropped (counter flood_blocked_rx) instead of flooded. Unicast still
+// uses the port. On switches joined in a cycle (a ring, two spines,
+// parallel links) the ports outside one spanning tree must be given, or a
+// broadcast circulates for ever; `emulab up` computes the tree from the
+// lab file and passes them.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -51,6 +65,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.Node, "node", "", "switch node of the lab file to run")
 	fs.StringArrayVar(&ports, "port", nil, "PORTNAME=URI: bind a switch port (repeat); URI seqpacket-listen:PATH, seqpacket-dial:PATH, udp:LOCAL:PORT,REMOTE:PORT, tap:IFNAME@NETNS")
 	fs.StringVar(&o.Control, "control", "", "control socket path (mode 0600)")
+	fs.StringArrayVar(&o.NoFlood, "no-flood", nil, "PORTNAME: do not flood broadcast/multicast out of or in from this port, a port outside the switches' spanning tree (repeat)")
 	fs.StringVar(&o.Metrics, "metrics", "", "serve Prometheus /metrics on ADDR:PORT")
 	fs.IntVar(&o.Dilation, "time-dilation", 1, "run the emulated fabric N times slower than the wall clock")
 	fs.StringVar(&o.Log, "log", "", "log file (default standard error)")
@@ -78,9 +93,10 @@ func run(args []string, stdout io.Writer) error {
 		logw = f
 	}
 	// Signals are caught before any port exists, so a SIGTERM during
-	// start-up still leads to a clean Close.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	// start-up (a seqpacket-dial port waiting for its peer) still leads to
+	// a clean exit that removes what was created.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -92,12 +108,17 @@ func run(args []string, stdout io.Writer) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	d, err := swd.New(o, logw)
+	d, err := swd.NewContext(ctx, o, logw)
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			// Stopped by a signal while starting: a clean exit.
+			fmt.Fprintf(logw, "emuswitch %s: signal while starting (%v): exiting\n", o.Node, err)
+			return nil
+		}
 		return err
 	}
 	d.Start()
 	fmt.Fprintln(stdout, "ready")
-	<-sig
+	<-ctx.Done()
 	return d.Close()
 }
