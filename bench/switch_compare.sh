@@ -9,13 +9,22 @@
 #   (c) a Linux bridge with two veth pairs,
 # and each is measured with
 #   - iperf3 TCP, host A -> host B, in Gb/s (receiver side),
-#   - delivered 64-byte UDP packets per second (iperf3 -u -l 64 -b 0:
-#     the receiver's count of datagrams that arrived, over the run time),
+#   - 64-byte UDP packets per second forwarded to host B, with two
+#     senders: trafgen (Debian netsniff-ng; one thread on a packet-mmap
+#     ring, 64-byte UDP frames with consecutive IPv4 IDs as a Linux UDP
+#     socket sends them) at the rate it can, to a socket that never reads
+#     (perl, from Debian's essential perl-base), which shows the switch's
+#     forwarding rate; and iperf3 -u -l 64 -b 0, whose single sender
+#     thread tops out near 400k pps on a 2-core machine. Both count the
+#     datagrams that reached host B's UDP layer (Udp InDatagrams + InErrors
+#     of B's namespace, /proc/net/snmp: queued to the socket or dropped
+#     because its buffer was full), whether or not a receiver kept up; for
+#     iperf3 also what its receiver read (its report: total - lost),
 #   - ping RTT, the average of 50 pings at 10 ms intervals.
 # It prints a markdown table on stdout and, with --json FILE, writes the
 # figures as JSON too.
 #
-# Needs root (namespaces, TAPs), ip, iperf3, ping, vde_switch and either
+# Needs root (namespaces, TAPs), ip, iperf3, ping, trafgen, vde_switch and either
 # go (to build emuswitch from this checkout) or EMUSWITCH=/path/to/binary.
 # It installs nothing. Everything it creates (namespaces, TAPs, veths, the
 # bridge, processes, sockets) lives in its own namespaces or a temporary
@@ -23,6 +32,10 @@
 # touches the interfaces of the namespace it is started from.
 #
 # Usage: sudo bench/switch_compare.sh [--time SECONDS] [--json FILE] [--only emuswitch,vde,bridge]
+#
+# With EMUSWITCH_BASELINE=/path/to/an/older/emuswitch a fourth row
+# measures that binary in the same run (first, in namespaces of its own):
+# before/after figures under the same load of the machine.
 set -euo pipefail
 
 SECS=10
@@ -33,7 +46,7 @@ while [[ $# -gt 0 ]]; do
 	--time) SECS="$2"; shift 2 ;;
 	--json) JSON="$2"; shift 2 ;;
 	--only) ONLY="$2"; shift 2 ;;
-	-h | --help) sed -n '2,27p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
 	*) echo "switch_compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
@@ -44,7 +57,7 @@ if [[ $(id -u) -ne 0 ]]; then
 	exit 1
 fi
 missing=()
-for t in ip iperf3 ping vde_switch; do
+for t in ip iperf3 ping trafgen vde_switch; do
 	command -v "$t" >/dev/null || missing+=("$t")
 done
 if [[ -z "${EMUSWITCH:-}" ]] && ! command -v go >/dev/null; then
@@ -52,7 +65,7 @@ if [[ -z "${EMUSWITCH:-}" ]] && ! command -v go >/dev/null; then
 fi
 if [[ ${#missing[@]} -gt 0 ]]; then
 	echo "switch_compare.sh: missing: ${missing[*]}" >&2
-	echo "  Debian/Ubuntu: apt-get install iproute2 iperf3 iputils-ping vde2" >&2
+	echo "  Debian/Ubuntu: apt-get install iproute2 iperf3 iputils-ping netsniff-ng vde2" >&2
 	exit 1
 fi
 
@@ -115,9 +128,21 @@ wait_ping() {
 	return 1
 }
 
-# measure NAME NS_A NS_B DST_B: fills R_<NAME>_{tcp,pps,rtt}.
+# udp_in NS: UDP datagrams that reached a socket in NS so far: queued
+# (InDatagrams) or dropped because its buffer was full (InErrors). A port
+# nobody listens on would not do: the kernel counts a GSO train for a
+# closed port as one NoPorts, not per datagram.
+udp_in() {
+	ip netns exec "$1" awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $2 + $4 }' /proc/net/snmp
+}
+
+# mac NS IF: the interface's MAC address.
+mac() { ip netns exec "$1" cat "/sys/class/net/$2/address"; }
+
+# measure NAME NS_A IF_A NS_B IF_B SRC_A DST_B: fills
+# R_<NAME>_{tcp,fwd,pps,rd,rtt}.
 measure() {
-	local name=$1 a=$2 b=$3 dst=$4 out rtt tcp pps srv
+	local name=$1 a=$2 ifa=$3 b=$4 ifb=$5 src=$6 dst=$7 out rtt tcp fwd pps rd srv in0 in1
 	wait_ping "$a" "$dst"
 	out=$(ip netns exec "$a" ping -c 50 -i 0.01 -q "$dst")
 	rtt=$(awk -F'[/ ]' '/^rtt|^round-trip/ {print $8}' <<<"$out")
@@ -132,23 +157,52 @@ measure() {
 	ip netns exec "$b" iperf3 -s -1 -p 5202 >"$TMP/srv-$name-udp.log" 2>&1 &
 	srv=$!
 	sleep 0.5
+	# 64-byte frames: 14 + 20 + 8 + 22 bytes of payload.
+	cat >"$TMP/trafgen-$name.cfg" <<-EOF
+		{
+		  eth(da=$(mac "$b" "$ifb"), sa=$(mac "$a" "$ifa")),
+		  ipv4(saddr=$src, daddr=$dst, id=dinc(), df),
+		  udp(sp=40000, dp=5209),
+		  fill(0x41, 22)
+		}
+	EOF
+	ip netns exec "$b" perl -MIO::Socket::INET -e \
+		'my $s = IO::Socket::INET->new(LocalPort => 5209, Proto => "udp") or die "bind: $!"; sleep 3600' &
+	srv=$!
+	sleep 0.3
+	in0=$(udp_in "$b")
+	ip netns exec "$a" timeout -s INT "$SECS" trafgen --dev "$ifa" --conf "$TMP/trafgen-$name.cfg" --cpus 1 -q >"$TMP/trafgen-$name.log" 2>&1 || true
+	sleep 0.2
+	in1=$(udp_in "$b")
+	fwd=$(((in1 - in0) / SECS))
+	kill "$srv"
+	wait "$srv" || true
+
+	in0=$(udp_in "$b")
 	out=$(ip netns exec "$a" iperf3 -c "$dst" -p 5202 -u -l 64 -b 0 -t "$SECS" -f m)
-	# Receiver line: ... LOST/TOTAL (PCT%) receiver; delivered = TOTAL - LOST.
-	pps=$(awk -v secs="$SECS" '/receiver/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) { split($i, x, "/"); printf "%d", (x[2] - x[1]) / secs } }' <<<"$out")
+	in1=$(udp_in "$b")
+	pps=$(((in1 - in0) / SECS))
+	# Receiver line: ... LOST/TOTAL (PCT%) receiver; read = TOTAL - LOST.
+	rd=$(awk -v secs="$SECS" '/receiver/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) { split($i, x, "/"); printf "%d", (x[2] - x[1]) / secs } }' <<<"$out")
 	wait "$srv" || true
 
 	printf -v "R_${name}_rtt" '%s' "${rtt:-NA}"
 	printf -v "R_${name}_tcp" '%s' "${tcp:-NA}"
+	printf -v "R_${name}_fwd" '%s' "${fwd:-NA}"
 	printf -v "R_${name}_pps" '%s' "${pps:-NA}"
-	log "$name: TCP ${tcp:-NA} Gb/s, UDP-64 ${pps:-NA} pps delivered, RTT ${rtt:-NA} ms"
+	printf -v "R_${name}_rd" '%s' "${rd:-NA}"
+	log "$name: TCP ${tcp:-NA} Gb/s, UDP-64 trafgen ${fwd:-NA} pps, iperf3 ${pps:-NA} pps delivered to the host (${rd:-NA} read by iperf3), RTT ${rtt:-NA} ms"
 }
 
+# run_emuswitch NAME BINARY NET: measures BINARY as R_NAME_*, the hosts
+# at 10.77.NET.1 and .2.
 run_emuswitch() {
-	local a=sc${ID}ea b=sc${ID}eb
+	local name=$1 bin=$2 net=$3
+	local a=sc${ID}${net}a b=sc${ID}${net}b
 	newns "$a"
 	newns "$b"
 	cat >"$TMP/lab.yaml" <<-EOF
-		name: sc$ID
+		name: sc$ID$net
 		topology:
 		  defaults: {rate: 100G, delay: 0us, mtu: 1500}
 		  nodes:
@@ -159,15 +213,15 @@ run_emuswitch() {
 		    - endpoints: ["h1:eth0", "sw1:p1"]
 		    - endpoints: ["h2:eth0", "sw1:p2"]
 	EOF
-	"$EMU" --lab "$TMP/lab.yaml" --node sw1 --port "p1=tap:eth0@$a" --port "p2=tap:eth0@$b" \
-		--control "$TMP/sw1.ctl" >"$TMP/emuswitch.out" 2>"$TMP/emuswitch.err" &
+	"$bin" --lab "$TMP/lab.yaml" --node sw1 --port "p1=tap:eth0@$a" --port "p2=tap:eth0@$b" \
+		--control "$TMP/$name.ctl" >"$TMP/$name.out" 2>"$TMP/$name.err" &
 	PIDS+=($!)
-	for _ in $(seq 100); do grep -q ready "$TMP/emuswitch.out" && break; sleep 0.1; done
-	grep -q ready "$TMP/emuswitch.out" || { log "emuswitch did not start:"; cat "$TMP/emuswitch.err" >&2; return 1; }
-	addr "$a" eth0 10.77.1.1/24
-	addr "$b" eth0 10.77.1.2/24
-	measure emuswitch "$a" "$b" 10.77.1.2
-	EMU_RSS=$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/${PIDS[-1]}/status" 2>/dev/null || echo NA)
+	for _ in $(seq 100); do grep -q ready "$TMP/$name.out" && break; sleep 0.1; done
+	grep -q ready "$TMP/$name.out" || { log "$name did not start:"; cat "$TMP/$name.err" >&2; return 1; }
+	addr "$a" eth0 "10.77.$net.1/24"
+	addr "$b" eth0 "10.77.$net.2/24"
+	measure "$name" "$a" eth0 "$b" eth0 "10.77.$net.1" "10.77.$net.2"
+	printf -v "RSS_$name" '%s' "$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/${PIDS[-1]}/status" 2>/dev/null || echo NA)"
 	kill "${PIDS[-1]}"
 }
 
@@ -186,7 +240,7 @@ run_vde() {
 	ip -n "$s" link set vdeB netns "$b"
 	addr "$a" vdeA 10.77.2.1/24
 	addr "$b" vdeB 10.77.2.2/24
-	measure vde "$a" "$b" 10.77.2.2
+	measure vde "$a" vdeA "$b" vdeB 10.77.2.1 10.77.2.2
 	kill "${PIDS[-1]}"
 }
 
@@ -206,26 +260,31 @@ run_bridge() {
 	done
 	addr "$a" eth0 10.77.3.1/24
 	addr "$b" eth0 10.77.3.2/24
-	measure bridge "$a" "$b" 10.77.3.2
+	measure bridge "$a" eth0 "$b" eth0 10.77.3.1 10.77.3.2
 }
 
-R_emuswitch_tcp=NA R_emuswitch_pps=NA R_emuswitch_rtt=NA EMU_RSS=NA
-R_vde_tcp=NA R_vde_pps=NA R_vde_rtt=NA
-R_bridge_tcp=NA R_bridge_pps=NA R_bridge_rtt=NA
-[[ ",$ONLY," == *,emuswitch,* ]] && run_emuswitch
+R_emuswitch_tcp=NA R_emuswitch_fwd=NA R_emuswitch_pps=NA R_emuswitch_rd=NA R_emuswitch_rtt=NA RSS_emuswitch=NA
+R_baseline_tcp=NA R_baseline_fwd=NA R_baseline_pps=NA R_baseline_rd=NA R_baseline_rtt=NA RSS_baseline=NA
+R_vde_tcp=NA R_vde_fwd=NA R_vde_pps=NA R_vde_rd=NA R_vde_rtt=NA
+R_bridge_tcp=NA R_bridge_fwd=NA R_bridge_pps=NA R_bridge_rd=NA R_bridge_rtt=NA
+[[ -n "${EMUSWITCH_BASELINE:-}" ]] && run_emuswitch baseline "$EMUSWITCH_BASELINE" 4
+[[ ",$ONLY," == *,emuswitch,* ]] && run_emuswitch emuswitch "$EMU" 1
 [[ ",$ONLY," == *,vde,* ]] && run_vde
 [[ ",$ONLY," == *,bridge,* ]] && run_bridge
 
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "NA" || y == "NA" || y == 0) print "NA"; else printf "%.2fx", x / y }'; }
 
-echo "| switch | iperf3 TCP (Gb/s) | UDP 64 B delivered (pps) | ping RTT avg (ms) |"
-echo "| --- | ---: | ---: | ---: |"
-echo "| emuswitch (2 TAP ports) | $R_emuswitch_tcp | $R_emuswitch_pps | $R_emuswitch_rtt |"
-echo "| vde_switch (2 TAPs) | $R_vde_tcp | $R_vde_pps | $R_vde_rtt |"
-echo "| Linux bridge (veth) | $R_bridge_tcp | $R_bridge_pps | $R_bridge_rtt |"
-echo "| emuswitch / vde_switch | $(ratio "$R_emuswitch_tcp" "$R_vde_tcp") | $(ratio "$R_emuswitch_pps" "$R_vde_pps") | $(ratio "$R_emuswitch_rtt" "$R_vde_rtt") |"
+echo "| switch | iperf3 TCP (Gb/s) | UDP 64 B to host B, trafgen (pps) | UDP 64 B to host B, iperf3 (pps) | UDP 64 B read by iperf3 (pps) | ping RTT avg (ms) |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+if [[ -n "${EMUSWITCH_BASELINE:-}" ]]; then
+	echo "| emuswitch baseline ($(basename "$EMUSWITCH_BASELINE")) | $R_baseline_tcp | $R_baseline_fwd | $R_baseline_pps | $R_baseline_rd | $R_baseline_rtt |"
+fi
+echo "| emuswitch (2 TAP ports) | $R_emuswitch_tcp | $R_emuswitch_fwd | $R_emuswitch_pps | $R_emuswitch_rd | $R_emuswitch_rtt |"
+echo "| vde_switch (2 TAPs) | $R_vde_tcp | $R_vde_fwd | $R_vde_pps | $R_vde_rd | $R_vde_rtt |"
+echo "| Linux bridge (veth) | $R_bridge_tcp | $R_bridge_fwd | $R_bridge_pps | $R_bridge_rd | $R_bridge_rtt |"
+echo "| emuswitch / vde_switch | $(ratio "$R_emuswitch_tcp" "$R_vde_tcp") | $(ratio "$R_emuswitch_fwd" "$R_vde_fwd") | $(ratio "$R_emuswitch_pps" "$R_vde_pps") | $(ratio "$R_emuswitch_rd" "$R_vde_rd") | $(ratio "$R_emuswitch_rtt" "$R_vde_rtt") |"
 echo
-echo "$(nproc) CPUs, kernel $(uname -r), ${SECS} s per iperf3 run, 50 pings at 10 ms, MTU 1500; emuswitch peak RSS ${EMU_RSS} MiB."
+echo "$(nproc) CPUs, kernel $(uname -r), ${SECS} s per iperf3 run, 50 pings at 10 ms, MTU 1500; emuswitch peak RSS ${RSS_emuswitch} MiB."
 
 if [[ -n "$JSON" ]]; then
 	q() { [[ "$1" == NA ]] && echo null || echo "$1"; }
@@ -234,10 +293,11 @@ if [[ -n "$JSON" ]]; then
 		  "seconds": $SECS,
 		  "cpus": $(nproc),
 		  "kernel": "$(uname -r)",
-		  "emuswitch_peak_rss_mib": $(q "$EMU_RSS"),
-		  "emuswitch": {"tcp_gbps": $(q "$R_emuswitch_tcp"), "udp64_pps": $(q "$R_emuswitch_pps"), "rtt_ms": $(q "$R_emuswitch_rtt")},
-		  "vde_switch": {"tcp_gbps": $(q "$R_vde_tcp"), "udp64_pps": $(q "$R_vde_pps"), "rtt_ms": $(q "$R_vde_rtt")},
-		  "bridge": {"tcp_gbps": $(q "$R_bridge_tcp"), "udp64_pps": $(q "$R_bridge_pps"), "rtt_ms": $(q "$R_bridge_rtt")}
+		  "emuswitch_peak_rss_mib": $(q "$RSS_emuswitch"),
+		  "emuswitch_baseline": $([[ -n "${EMUSWITCH_BASELINE:-}" ]] && echo "{\"tcp_gbps\": $(q "$R_baseline_tcp"), \"udp64_trafgen_pps\": $(q "$R_baseline_fwd"), \"udp64_pps\": $(q "$R_baseline_pps"), \"udp64_read_pps\": $(q "$R_baseline_rd"), \"rtt_ms\": $(q "$R_baseline_rtt")}" || echo null),
+		  "emuswitch": {"tcp_gbps": $(q "$R_emuswitch_tcp"), "udp64_trafgen_pps": $(q "$R_emuswitch_fwd"), "udp64_pps": $(q "$R_emuswitch_pps"), "udp64_read_pps": $(q "$R_emuswitch_rd"), "rtt_ms": $(q "$R_emuswitch_rtt")},
+		  "vde_switch": {"tcp_gbps": $(q "$R_vde_tcp"), "udp64_trafgen_pps": $(q "$R_vde_fwd"), "udp64_pps": $(q "$R_vde_pps"), "udp64_read_pps": $(q "$R_vde_rd"), "rtt_ms": $(q "$R_vde_rtt")},
+		  "bridge": {"tcp_gbps": $(q "$R_bridge_tcp"), "udp64_trafgen_pps": $(q "$R_bridge_fwd"), "udp64_pps": $(q "$R_bridge_pps"), "udp64_read_pps": $(q "$R_bridge_rd"), "rtt_ms": $(q "$R_bridge_rtt")}
 		}
 	EOF
 	log "wrote $JSON"
