@@ -11,6 +11,9 @@
 // RP, the notification point (NP, receiver) in NP. Knobs carry the names of
 // NVIDIA's mlx5 congestion parameters (drivers/infiniband/hw/mlx5/cong.c),
 // with two profiles: NVIDIAProfile (firmware defaults) and PaperProfile (the
-// paper's constants). Other algorithms (HPCC, TIMELY, Swift, IB CCA)
-// implement Algorithm and consume the Feedback fields they need.
+// paper's constants). InfiniBand congestion control (IBA Annex A10) is
+// the second: IBCCRP, the source channel adapter's CCTI / CCT reaction to
+// BECNs, with OpenSM's knob names (IBCC, ibcc_config.go). Other algorithms
+// (HPCC, TIMELY, Swift) implement Algorithm and consume the Feedback
+// fields they need.
 package cc

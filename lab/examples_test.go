@@ -27,10 +27,13 @@ func TestExamplesLoad(t *testing.T) {
 		"victim-flow.yaml":       {FabricRoCE, 2, 5, 6, 3, 2 * clock.Millisecond},
 		"deadlock-ring.yaml":     {FabricRoCE, 3, 3, 6, 3, 4 * clock.Millisecond},
 		"ib-incast.yaml":         {FabricIB, 1, 9, 9, 8, 2 * clock.Millisecond},
+		"ib-cc.yaml":             {FabricIB, 2, 11, 12, 9, 3 * clock.Millisecond},
 		"leaf-spine.yaml":        {FabricRoCE, 6, 16, 24, 16, clock.Millisecond},
 		"dcqcn-parking-lot.yaml": {FabricRoCE, 2, 4, 5, 3, 100 * clock.Millisecond},
 		"dcqcn-incast.yaml":      {FabricRoCE, 1, 9, 9, 8, 60 * clock.Millisecond},
 		"two-hosts.yaml":         {FabricRoCE, 1, 2, 2, 1, 200 * clock.Microsecond},
+		"ib-two-hosts.yaml":      {FabricIB, 1, 2, 2, 2, 200 * clock.Microsecond},
+		"ib-fat-tree.yaml":       {FabricIB, 6, 16, 24, 8, 1500 * clock.Microsecond},
 	}
 	for _, f := range files {
 		name := filepath.Base(f)

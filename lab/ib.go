@@ -22,7 +22,30 @@ const (
 	maxIBVLBuffer = 2048 * IBCreditBytes
 )
 
-var ibKeys = []string{"max_vls", "sl2vl", "vlarb_high", "vlarb_low", "high_limit", "vl_buffer", "credit_update"}
+var ibKeys = []string{"max_vls", "sl2vl", "vlarb_high", "vlarb_low", "high_limit", "vl_buffer", "credit_update", "sm", "cc"}
+
+// DefaultIBSweepInterval is the SM's light-sweep period when the sm
+// section gives none. OpenSM's sweep_interval is 10 s on real fabrics; a
+// simulated run lasts milliseconds, so a light sweep every 100 µs is what
+// lets a link cut be noticed within a run.
+const DefaultIBSweepInterval = 100 * clock.Microsecond
+
+// IBSubnetManager is the ib section's sm key: the fabric starts
+// unconfigured (no LIDs, empty forwarding tables, ports in Init) and a
+// subnet manager on Host discovers it with directed-route SMPs, assigns
+// LIDs, programs every switch's forwarding table and activates the ports
+// (IBA 14). Written "sm: h1" or "sm: {host: h1, sweep_interval: 50us}".
+type IBSubnetManager struct {
+	// Host is the NIC node whose HCA runs the SM (as OpenSM runs on a
+	// host and binds to one of its ports).
+	Host string
+	// SweepInterval is the light-sweep period (OpenSM sweep_interval):
+	// how often the SM reads every switch's SwitchInfo to notice a port
+	// that went down or came up. Zero disables light sweeps.
+	SweepInterval clock.Time
+	// Path is the field path, for messages about the host.
+	Path string
+}
 
 func defaultIB() *IBConfig {
 	c := &IBConfig{
@@ -106,8 +129,74 @@ func (d *decoder) ibConfig(path string, v any, base *IBConfig) *IBConfig {
 			}
 		}
 	}
+	if v, p, ok := m.get("sm"); ok {
+		if path != "ib" {
+			d.errorf(p, "the subnet manager is lab-wide: set sm in the top-level ib section")
+		} else {
+			c.SM = d.ibSM(p, v)
+		}
+	}
+	if v, p, ok := m.get("cc"); ok {
+		c.CC = d.ibcc(p, v) // ibcc.go
+	}
 	m.done(ibKeys...)
 	return &c
+}
+
+// ibSM reads the sm key: a host name or {host, sweep_interval}.
+func (d *decoder) ibSM(path string, v any) *IBSubnetManager {
+	sm := &IBSubnetManager{SweepInterval: DefaultIBSweepInterval, Path: path}
+	if name, ok := v.(string); ok {
+		sm.Host = name
+		return sm
+	}
+	m := d.mapping(path, v)
+	if m == nil {
+		return nil
+	}
+	if v, p, ok := m.get("host"); ok {
+		if name, ok := d.str(p, v); ok {
+			sm.Host, sm.Path = name, p
+		}
+	} else {
+		d.errorf(path, "missing key \"host\" (the NIC node that runs the subnet manager)")
+	}
+	if v, p, ok := m.get("sweep_interval"); ok {
+		if t, ok := d.duration(p, v); ok {
+			if t < 0 {
+				d.errorf(p, "sweep_interval must not be negative (0 disables light sweeps)")
+			} else {
+				sm.SweepInterval = t
+			}
+		}
+	}
+	m.done("host", "sweep_interval")
+	if sm.Host == "" {
+		return nil
+	}
+	return sm
+}
+
+// checkIBSM checks that the subnet manager runs on a connected NIC node.
+func (d *decoder) checkIBSM(s *Spec) {
+	sm := s.IB.SM
+	if sm == nil {
+		return
+	}
+	n := s.Node(sm.Host)
+	switch {
+	case n == nil:
+		d.errorf(sm.Path, "no node %q: the subnet manager runs on a NIC node", sm.Host)
+	case n.Kind != KindNIC:
+		d.errorf(sm.Path, "%s is a %s: the subnet manager runs on a NIC node's HCA", sm.Host, n.Kind)
+	default:
+		for _, p := range n.Ports {
+			if p.Link != nil {
+				return
+			}
+		}
+		d.errorf(sm.Path, "%s has no link: the subnet manager could not reach the fabric", sm.Host)
+	}
 }
 
 // sl2vl reads 16 VLs: "0,1,0,1,..." or a list. VL 15 means drop.
@@ -214,6 +303,7 @@ func (d *decoder) vlarb(path string, v any, maxVLs int) []VLArbEntry {
 
 // applyNodeIB gives nodes with their own ib section a merged IBConfig.
 func (d *decoder) applyNodeIB(s *Spec, srcs map[*Node]nodeQoSSrc) {
+	d.checkIBSM(s)
 	for _, n := range s.Nodes {
 		src := srcs[n]
 		if src.hasIB {

@@ -423,6 +423,14 @@ type IBConfig struct {
 	// CreditUpdate is the minimum interval between periodic flow-control
 	// packets per VL.
 	CreditUpdate clock.Time
+	// SM runs a subnet manager on one host (top-level ib section only; a
+	// node's copy points at the lab's). nil: LIDs and forwarding tables
+	// are set statically from the lab file. See IBSubnetManager.
+	SM *IBSubnetManager
+	// CC is InfiniBand congestion control (IBA Annex A10): FECN marking in
+	// the switches, CN packets and CCTI pacing in the hosts (ibcc.go).
+	// nil: off.
+	CC *IBCC
 }
 
 // VLArbEntry is one VL arbitration table entry.

@@ -52,6 +52,7 @@
 package sim
 
 import (
+	"github.com/emufabric/emufabric/cc"
 	"github.com/emufabric/emufabric/clock"
 )
 
@@ -140,7 +141,11 @@ type HostConfig struct {
 	IBDataVLs     int // data VLs; zero means 1 (VL0)
 	// IBSL2VL maps a flow's SL to its VL; nil: VL = SL % IBDataVLs.
 	IBSL2VL *[16]uint8
-	Storm   *PFCStorm
+	// IBCC turns on InfiniBand congestion control (IBA Annex A10) at this
+	// host: it answers FECN with CN packets and paces its flows by the
+	// CCT (ibcc.go). nil: off.
+	IBCC  *cc.IBCC
+	Storm *PFCStorm
 }
 
 // FlowKind is the transport of a flow's frames.

@@ -14,6 +14,10 @@ import (
 // simulated host per NIC node, one link per spec link and one source per
 // traffic flow. seed replaces the spec's seed (the CLI passes --seed or
 // spec.Sim.Seed).
+//
+// An IB lab with an ib.sm section comes back already started, its fabric
+// handed to a subnet manager (ManageIB, build_ib.go): SubnetManager
+// returns it.
 func Build(spec *lab.Spec, seed uint64) (*Sim, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("sim: no lab spec")
@@ -73,6 +77,9 @@ func Build(spec *lab.Spec, seed uint64) (*Sim, error) {
 			return nil, specErr(spec, fl.Line, err)
 		}
 	}
+	if err := manageFromSpec(s, spec); err != nil {
+		return nil, fmt.Errorf("%s: ib.sm: %w", spec.File, err)
+	}
 	return s, nil
 }
 
@@ -98,6 +105,7 @@ func hostConfig(spec *lab.Spec, n *lab.Node, ib bool) HostConfig {
 			if ibc.VLBuffer > 0 {
 				hc.IBBlocksPerVL = min(int(ibc.VLBuffer/64), 2048)
 			}
+			hc.IBCC = hostIBCC(ibc) // ibcc_build.go
 		}
 	}
 	return hc
@@ -220,6 +228,7 @@ func SwitchConfig(spec *lab.Spec, n *lab.Node, seed uint64) (*switchcore.Config,
 		}
 		if ibc != nil {
 			applyIB(&cfg.IB, ibc)
+			applyIBCC(&cfg.IB, ibc, n) // ibcc_build.go
 		}
 	}
 	if n.QoS != nil {

@@ -40,6 +40,7 @@ type flow struct {
 	done bool
 	res  FlowResult
 	fcts []clock.Time
+	cc   flowCC // IB congestion control (ibcc.go)
 }
 
 type pendingMsg struct {

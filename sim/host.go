@@ -39,6 +39,7 @@ type Host struct {
 	sinks []*sink // by flow id; nil where this host is not a destination
 
 	smi *hostSMI // QP0: subnet management agent and SM (ib_sma.go)
+	cc  *hostCC  // IB congestion control (ibcc.go); nil: off
 
 	// Native IB link-level flow control, per VL (IBA §7.9.4).
 	fctbs     [16]uint16 // blocks sent
@@ -81,6 +82,7 @@ type HostStats struct {
 	FCTx, FCRx    uint64
 	CreditWaits   uint64 // times a ready packet waited for credit (port_xmit_wait analogue)
 	CreditOverrun uint64 // blocks received beyond the limit we advertised: must stay 0
+	IBCC          IBCCHostStats
 }
 
 // sink is one (flow, destination host) receiver.
@@ -101,6 +103,9 @@ type sink struct {
 // AddHost adds a simulated host.
 func (s *Sim) AddHost(cfg HostConfig) error {
 	h := &Host{s: s, cfg: cfg, idx: len(s.hosts), up: true}
+	if err := h.ibccInit(); err != nil {
+		return err
+	}
 	if err := s.addNode(cfg.Name, h); err != nil {
 		return err
 	}
@@ -211,6 +216,9 @@ func (h *Host) kick() {
 	if !h.portActive() {
 		return // IB port not Active yet: only SMPs may flow (IBA 7.2)
 	}
+	if h.ccSendCN() {
+		return
+	}
 	n := len(h.flows)
 	wake := clock.Never
 	for i := 0; i < n; i++ {
@@ -286,6 +294,9 @@ func (h *Host) sendData(f *flow) {
 		h.fctbs[f.vl] = wire.AddBlocks(h.fctbs[f.vl], wire.CreditBlocks(wireLen))
 	}
 	f.sent(now, wireLen, payload)
+	if h.cc != nil {
+		h.ccPace(f, now)
+	}
 	h.transmit(fr)
 }
 
@@ -582,12 +593,17 @@ func (h *Host) receiveIB(fr *frame.Frame) {
 		// The host consumes at once: grant the space back.
 		h.queueFC(vl)
 	}
+	if h.ccReceiveCN(b) {
+		return
+	}
 	p := &h.ibpkt
 	if err := p.Decode(b, bth.VerifyICRC|bth.VerifyVCRC); err != nil {
 		h.countRxError(err)
 		return
 	}
-	h.account(fr, &p.Headers, len(b))
+	if sk := h.account(fr, &p.Headers, len(b)); sk != nil && p.BTH.FECN() {
+		h.ccFECN(sk.f, p.LRH)
+	}
 }
 
 // creditUpdate is the least interval between flow-control packets of one

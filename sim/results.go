@@ -60,6 +60,9 @@ type FlowResult struct {
 	// Msg are per-message completion times (first byte sent -> last byte
 	// received).
 	Msg FCTStats
+	// IBCC is the flow's IB congestion control (FECNs, BECNs, CCTI); nil
+	// when it saw none and had no reaction point.
+	IBCC *FlowIBCC
 }
 
 // FCTStats summarises message completion times.
@@ -184,6 +187,7 @@ func (s *Sim) results() *Results {
 			fr.FCT = fr.LastRx - fr.Start
 		}
 		fr.Msg = fctStats(f.fcts)
+		fr.IBCC = f.ibccResult(s.now)
 		r.Flows = append(r.Flows, fr)
 	}
 	for _, w := range s.switches {

@@ -2,7 +2,8 @@
 // SONiC-style ingress buffer accounting with PFC, ECN marking by WRED
 // profile, strict and DWRR scheduling, L2/L3 forwarding with ECMP,
 // cut-through or store-and-forward timing, a PFC watchdog, and a native
-// InfiniBand mode with per-VL credits and VL arbitration.
+// InfiniBand mode with per-VL credits, VL arbitration and congestion
+// control marking (FECN, IBA Annex A10; ibcc.go).
 //
 // It is I/O-free and clock-injected: it reads time only from a clock.Clock,
 // arms only clock.Timers, and hands frames to a PortTx. The simulator drives
@@ -265,6 +266,8 @@ type IBConfig struct {
 	// CreditUpdateInterval is the period of unsolicited flow-control
 	// packets per VL (they are also sent on buffer release).
 	CreditUpdateInterval clock.Time
+	// CC is congestion control (IBA Annex A10): FECN marking (ibcc.go).
+	CC IBCCConfig
 }
 
 // Config is one switch's configuration, with SONiC vocabulary. DefaultConfig
@@ -382,6 +385,7 @@ type PrioCounters struct {
 	XmitWaitPs   int64  // port_xmit_wait per VL: time with data queued and no credit
 	CreditStalls uint64 // times a VL had a packet and no credit
 	FCTx, FCRx   uint64 // flow-control packets sent / received for this VL
+	FECNMarked   uint64 // packets this VL sent with FECN newly set (IB CC)
 }
 
 // PortCounters are one port's counters.
@@ -412,10 +416,11 @@ const (
 	TracePFCWDStorm                            // watchdog detected a storm on (Port, Prio)
 	TracePFCWDRestore                          // watchdog restored (Port, Prio)
 	TraceCreditStall                           // IB: VL Prio on Port has data and no credit
+	TraceFECNMark                              // IB CC: set FECN in a frame sent on VL Prio (Bytes = queue depth)
 )
 
 var traceNames = [...]string{"", "xoff", "xon", "pause_rx", "resume_rx", "ecn_mark", "drop",
-	"headroom_overflow", "pfcwd_storm", "pfcwd_restore", "credit_stall"}
+	"headroom_overflow", "pfcwd_storm", "pfcwd_restore", "credit_stall", "fecn_mark"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) {

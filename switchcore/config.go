@@ -283,6 +283,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("switch %q: IB: LFT[%d] = port %d out of range", c.Name, d, p)
 			}
 		}
+		if err := ib.CC.validate(c.Name, len(c.Ports)); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -54,6 +54,7 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 		fn(n("vl%d_credit_stalls"), p.CreditStalls)
 		fn(n("vl%d_fc_tx"), p.FCTx)
 		fn(n("vl%d_fc_rx"), p.FCRx)
+		fn(n("vl%d_fecn_marked"), p.FECNMarked)
 	}
 }
 

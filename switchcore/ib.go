@@ -47,6 +47,8 @@ type ibPort struct {
 	// credit starvation accounting
 	waiting   [8]bool
 	waitSince [8]clock.Time
+	// congestion control marking (ibcc.go)
+	cc ibCCState
 }
 
 func (s *Switch) initIB(p *port) {
@@ -54,6 +56,7 @@ func (s *Switch) initIB(p *port) {
 		p.ib.rxFree[vl] = s.cfg.IB.BufferBlocks
 	}
 	p.ib.fcTimer = s.clk.NewTimer(func() { s.ibPeriodic(p) })
+	p.ib.cc.threshold = s.cfg.IB.CC.ThresholdBytes(s.cfg.IB.BufferBlocks)
 }
 
 func (s *Switch) allVLs() uint8 { return uint8(1<<s.cfg.IB.DataVLs - 1) }
@@ -298,6 +301,9 @@ func (s *Switch) ibTx(p *port, now clock.Time) bool {
 	f := e.pop()
 	ct := f == p.ctFrame
 	s.dequeued(p, vl, f)
+	if ib.cc.threshold >= 0 {
+		s.ibMarkFECN(p, vl, f, e.bytes, s.ibVictim(p, vl, now))
+	}
 	n := wire.CreditBlocks(f.Len())
 	ib.fctbs[vl] = wire.AddBlocks(ib.fctbs[vl], n)
 	if high {
@@ -318,6 +324,7 @@ func (s *Switch) ibTx(p *port, now clock.Time) bool {
 		p.c.Prio[vl].XmitWaitPs += w
 		p.c.PortXmitWaitPs += w
 		ib.waiting[vl] = false
+		p.ibStallEnded(vl, now)
 	}
 	s.release(f)
 	s.transmit(p, f, now, ct)

@@ -28,6 +28,8 @@ type simFlags struct {
 	seed     uint64
 	duration string
 	quiet    bool
+	capture  string
+	padLinks bool
 }
 
 func init() {
@@ -41,6 +43,11 @@ throughput and completion times; per switch port and priority the PFC pauses
 sent and received, ECN marks, drops and the largest queue; drops by reason; the
 busiest links; a deadlock if queues stopped moving.
 
+With --capture DIR it writes every frame the links deliver into one pcap file
+per link in DIR (sim_capture.go): Ethernet for RoCE labs; for native InfiniBand
+ERF records (link type 197) of data and flow-control packets, which Wireshark
+opens.
+
 With -o DIR it also writes CSV time series (queue depth, pause state, per-flow
 throughput), summary CSVs and SVG charts into DIR.
 
@@ -49,7 +56,8 @@ An invalid lab file is reported as file:line: field: problem, one per line, and
 exits with status 2; a run that cannot be built or ends early exits with 1.`,
 		Example: `  emulab sim examples/incast.yaml
   emulab sim examples/pfc-storm.yaml -o out/storm --seed 7
-  emulab sim examples/leaf-spine.yaml --duration 2ms`,
+  emulab sim examples/leaf-spine.yaml --duration 2ms
+  emulab sim examples/ib-two-hosts.yaml --capture out/cap`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSim(cmd, args[0], &fl)
@@ -59,6 +67,8 @@ exits with status 2; a run that cannot be built or ends early exits with 1.`,
 	cmd.Flags().Uint64Var(&fl.seed, "seed", 0, "random seed (default: the file's sim.seed)")
 	cmd.Flags().StringVar(&fl.duration, "duration", "", "simulated time, e.g. 2ms (default: the file's sim.duration)")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "no progress bar")
+	cmd.Flags().StringVar(&fl.capture, "capture", "", "write one pcap per link into `DIR` (ERF records for InfiniBand)")
+	cmd.Flags().BoolVar(&fl.padLinks, "capture-pad-links", false, "pad IB link packets to 64 bytes so Wireshark 4.0 shows their fields")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -99,6 +109,12 @@ func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 	if err != nil {
 		return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: %w", file, err)}
 	}
+	var capt *simCapture
+	if fl.capture != "" {
+		if capt, err = startCapture(fl.capture, fl.padLinks, spec, s); err != nil {
+			return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: --capture: %w", file, err)}
+		}
+	}
 	var progress func(now, end clock.Time)
 	var bar *progressBar
 	if !fl.quiet && isTerminal(stderr) {
@@ -108,6 +124,11 @@ func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 	res, runErr := s.Run(progress)
 	if bar != nil {
 		bar.finish()
+	}
+	if capt != nil {
+		if err := capt.Close(); err != nil {
+			return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: --capture: %w", file, err)}
+		}
 	}
 	if res == nil {
 		return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: %w", file, runErr)}
@@ -121,6 +142,9 @@ func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 			return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: writing results: %w", file, err)}
 		}
 		fmt.Fprintf(stdout, "\nwrote %s\n", strings.Join(paths, ", "))
+	}
+	if capt != nil {
+		fmt.Fprintf(stdout, "\ncaptured %d frames into %d files in %s\n", capt.packets, len(capt.files), fl.capture)
 	}
 	if runErr != nil {
 		return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: the run ended early at %v: %w", file, res.End, runErr)}
