@@ -1,0 +1,493 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/wire/capture"
+)
+
+type liveCaptureFlags struct {
+	stateDir string
+	lab      string
+	write    string
+	ifaces   []string
+	count    int
+	autostop []string
+	quiet    bool
+}
+
+func init() {
+	var fl liveCaptureFlags
+	cmd := &cobra.Command{
+		Use:   "capture NODE:PORT [NODE:PORT...] -w FILE|-",
+		Short: "Capture a running lab's ports to pcapng (file or pipe, e.g. into Wireshark)",
+		Long: `capture asks the daemons of a running lab for a live capture of the ports
+named and writes one pcapng stream with an interface per port, to FILE or, with
+-w -, to standard output, so that
+
+  sudo emulab capture sw1:p1 -w - | wireshark -k -i -
+
+shows the port live. Frames are recorded where the daemon meets the wire.
+Every packet carries the daemon's comment (pcapng opt_comment, Wireshark's
+"Packet comments"): its direction, and for a switch what the switch decided,
+such as an ECN CE mark with the queue depth, the PFC XOFF or XON the frame
+triggered, a received PAUSE, or a drop with its reason.
+
+A port is SWITCH:PORT (sw1:p1) or NIC:PORT (h1:eth0); a node alone captures
+all its connected ports. NODE may be LAB/NODE; it may be NODE alone when one
+lab is up (or with --lab). A host without a daemon (--hosts tap) is a TAP
+port of its switch, so its port is captured on that switch port.
+
+The capture runs until SIGINT or SIGTERM, until -c N packets were written,
+until a condition of -a (as dumpcap's: duration:SECONDS, packets:N) is met, or
+until the reader of the pipe goes away. Written to a pipe, every packet is
+flushed as it is written. The daemons ending the capture (the lab went down)
+is an error (exit status 1); what was captured is kept.`,
+		Example: `  sudo bin/emulab capture sw1:p1 -w - | wireshark -k -i -
+  sudo bin/emulab capture sw1:p1 sw1:p2 -w incast.pcapng -a duration:10
+  sudo bin/emulab capture h1:eth0 -c 100 -w h1.pcapng
+  sudo bin/emulab capture two-hosts/sw1 -w - | tshark -r - -V`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLiveCapture(cmd.ErrOrStderr(), append(append([]string(nil), fl.ifaces...), args...), &fl)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
+	f.StringVar(&fl.lab, "lab", "", "the nodes are in lab `NAME` (default: the one lab that is up)")
+	f.StringVarP(&fl.write, "write", "w", "", "write pcapng to `FILE` (- is standard output)")
+	f.StringArrayVarP(&fl.ifaces, "interface", "i", nil, "a port to capture, `NODE:PORT` (as an argument; may be repeated)")
+	f.IntVarP(&fl.count, "count", "c", 0, "stop after `N` packets")
+	f.StringArrayVarP(&fl.autostop, "autostop", "a", nil, "stop when `COND` is met: duration:SECONDS or packets:N (may be repeated)")
+	f.BoolVarP(&fl.quiet, "quiet", "q", false, "no messages on standard error")
+	rootCmd.AddCommand(cmd)
+}
+
+// liveSource is one daemon's part of a capture: the ports asked of it,
+// in the order its stream declares them.
+type liveSource struct {
+	node    string
+	control string
+	ports   []string
+	descr   []string
+}
+
+// liveEndpoints resolves the ports named on the command line to the
+// daemons that capture them, one source per daemon, in the order named.
+// notef reports a port captured elsewhere than named (a TAP host's).
+func liveEndpoints(stateDir, labFlag string, args []string, notef func(string, ...any)) ([]*liveSource, error) {
+	if len(args) == 0 {
+		return nil, errors.New("name a port to capture: NODE:PORT (sw1:p1, h1:eth0) or a node")
+	}
+	var srcs []*liveSource
+	seen := map[string]bool{}
+	add := func(li *lab.LabInfo, n *lab.NodeInfo, port string) error {
+		key := n.Control + "\x00" + port
+		if seen[key] {
+			return fmt.Errorf("%s:%s named twice", n.Name, port)
+		}
+		seen[key] = true
+		var src *liveSource
+		for _, s := range srcs {
+			if s.control == n.Control {
+				src = s
+			}
+		}
+		if src == nil {
+			src = &liveSource{node: n.Name, control: n.Control}
+			srcs = append(srcs, src)
+		}
+		d := fmt.Sprintf("emulab %s: %s %s port %s", li.Lab, n.Kind, n.Name, port)
+		if p := n.Port(port); p != nil && p.Peer != "" {
+			d += " (to " + p.Peer + ")"
+		}
+		src.ports = append(src.ports, port)
+		src.descr = append(src.descr, d)
+		return nil
+	}
+	for _, arg := range args {
+		nodeName, port := lab.SplitEndpoint(arg)
+		li, n, err := findNode(stateDir, labFlag, nodeName)
+		if err != nil {
+			return nil, err
+		}
+		var ports []string
+		switch {
+		case port != "":
+			if n.Kind != lab.KindSwitch && n.Port(port) == nil {
+				return nil, fmt.Errorf("%s: %s has no port %s (ports: %s)", arg, n.Name, port, n.PortNames())
+			}
+			ports = []string{port}
+		default:
+			for _, p := range n.Ports {
+				ports = append(ports, p.Name)
+			}
+			if len(ports) == 0 {
+				return nil, fmt.Errorf("%s: %s has no connected port", arg, n.Name)
+			}
+		}
+		for _, port := range ports {
+			target, tport := n, port
+			if n.Control == "" {
+				// A plain host's interface is a TAP port of its switch.
+				peer := n.Port(port).Peer
+				peerNode, peerPort := lab.SplitEndpoint(peer)
+				if target = li.Node(peerNode); target == nil || target.Control == "" || peerPort == "" {
+					return nil, fmt.Errorf("%s: %s has no daemon and its link's peer %q has none either", arg, n.Name, peer)
+				}
+				tport = peerPort
+				notef("%s:%s is a TAP port of %s: capturing %s (rx and tx are the switch's)", n.Name, port, target.Name, peer)
+			}
+			if err := add(li, target, tport); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return srcs, nil
+}
+
+// liveStop is when a capture ends on its own.
+type liveStop struct {
+	packets  int           // 0: no limit
+	duration time.Duration // 0: no limit
+}
+
+// parseLiveAutostop reads dumpcap's -a conditions that apply here.
+func parseLiveAutostop(conds []string, count int) (liveStop, error) {
+	var st liveStop
+	if count < 0 {
+		return st, fmt.Errorf("-c %d: a number of packets, at least 1", count)
+	}
+	st.packets = count
+	for _, c := range conds {
+		k, v, ok := strings.Cut(c, ":")
+		switch {
+		case !ok:
+			return st, fmt.Errorf("-a %s: want duration:SECONDS or packets:N", c)
+		case k == "duration":
+			s, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(s > 0) || s > 1e6 {
+				return st, fmt.Errorf("-a %s: the duration is a number of seconds > 0", c)
+			}
+			st.duration = time.Duration(s * float64(time.Second))
+		case k == "packets":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return st, fmt.Errorf("-a %s: the packet count is a number >= 1", c)
+			}
+			if st.packets == 0 || n < st.packets {
+				st.packets = n
+			}
+		default:
+			return st, fmt.Errorf("-a %s: unknown condition %q (duration, packets)", c, k)
+		}
+	}
+	return st, nil
+}
+
+func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error {
+	stop, err := parseLiveAutostop(fl.autostop, fl.count)
+	if err != nil {
+		return err
+	}
+	if fl.write == "" {
+		return errors.New("-w: give the file to write pcapng to, or - for standard output")
+	}
+	notef := func(f string, a ...any) {
+		if !fl.quiet {
+			fmt.Fprintf(errOut, f+"\n", a...)
+		}
+	}
+	srcs, err := liveEndpoints(fl.stateDir, fl.lab, args, notef)
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	var out *os.File
+	if fl.write == "-" {
+		out = os.Stdout
+		if _, err := unix.IoctlGetTermios(int(out.Fd()), unix.TCGETS); err == nil {
+			return errors.New("-w -: standard output is a terminal; pipe it into wireshark -k -i - or tshark -r -, or give a file")
+		}
+	} else {
+		if out, err = os.Create(fl.write); err != nil {
+			return fmt.Errorf("-w: %w", err)
+		}
+		defer out.Close()
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	// A reader that goes away (wireshark closed) makes writes fail with
+	// EPIPE instead of killing emulab before it closes its streams.
+	signal.Ignore(syscall.SIGPIPE)
+	if stop.duration > 0 {
+		var c context.CancelFunc
+		ctx, c = context.WithTimeout(ctx, stop.duration)
+		defer c()
+	}
+	ctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watchReader(ctx, out, stopWatch)
+	var names []string
+	for _, s := range srcs {
+		for _, p := range s.ports {
+			names = append(names, "'"+s.node+":"+p+"'")
+		}
+	}
+	started := false
+	n, err := streamLive(ctx, out, !isRegularFile(out), srcs, stop.packets, func() {
+		started = true
+		notef("Capturing on %s", strings.Join(names, ", "))
+	})
+	if started {
+		notef("%d packet%s captured", n, livePlural(n))
+	} else if out != os.Stdout {
+		// No daemon captured: leave no empty file behind.
+		out.Close()
+		os.Remove(fl.write)
+	}
+	if err == nil && out != os.Stdout {
+		err = out.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("capture: %w", err)
+	}
+	return nil
+}
+
+func livePlural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// watchReader calls cancel when the reader of f, a pipe, FIFO or socket,
+// goes away: poll reports POLLERR (pipe) or POLLHUP (socket) on the
+// writer's end then. A capture into "| wireshark -k -i -" thus ends when
+// Wireshark does, even while no packet comes to fail a write. The watch
+// polls a duplicate of the descriptor, which leaves f's own (blocking or
+// not) as it is, and stops with ctx.
+func watchReader(ctx context.Context, f *os.File, cancel func()) {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
+		return
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	dup := -1
+	if cerr := rc.Control(func(fd uintptr) { dup, err = unix.Dup(int(fd)) }); cerr != nil || err != nil {
+		return
+	}
+	go func() {
+		defer unix.Close(dup)
+		fds := []unix.PollFd{{Fd: int32(dup)}}
+		for ctx.Err() == nil {
+			n, err := unix.Poll(fds, 200)
+			if err != nil && err != unix.EINTR {
+				return
+			}
+			if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP) != 0 {
+				cancel()
+				return
+			}
+		}
+	}()
+}
+
+// isRegularFile reports whether f is a regular file (not a pipe, FIFO,
+// socket or terminal, where a reader waits for every packet).
+func isRegularFile(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// liveRec is a record read from a source, copied out of its reader.
+type liveRec struct {
+	src, iface int
+	link       capture.LinkType
+	ts         time.Time
+	data       []byte
+	comment    string
+}
+
+// streamLive opens every source, then merges their pcapng streams
+// into one written to w until ctx ends, limit packets (0: no limit) were
+// written, or a source fails. It returns the packets written. flushEach
+// flushes after every packet (a pipe's reader sees each at once);
+// otherwise output is flushed when no record is waiting. ready, if not
+// nil, is called once every daemon captures and the interfaces are out.
+func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSource, limit int, ready func()) (written int, err error) {
+	defer func() {
+		if errors.Is(err, syscall.EPIPE) {
+			// The reader went away (Wireshark closed): the capture is
+			// over, as tcpdump -w - ends.
+			err = nil
+		}
+	}()
+	var streams []*lab.CaptureStream
+	defer func() {
+		for _, s := range streams {
+			s.Close()
+		}
+	}()
+	for _, s := range srcs {
+		cs, err := lab.OpenCapture(s.control, s.ports, opsTimeout)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", s.node, err)
+		}
+		streams = append(streams, cs)
+	}
+	ng, err := capture.NewNgWriter(w, "emulab capture")
+	if err != nil {
+		return 0, err
+	}
+	// One interface per port, declared before any packet; a record of
+	// another link type than Ethernet (an IB port's ERF) gets its own
+	// interface when it first appears.
+	type ifKey struct {
+		src, iface int
+		link       capture.LinkType
+	}
+	ids := map[ifKey]int{}
+	for i, s := range srcs {
+		for j, p := range s.ports {
+			id, err := ng.AddInterface(capture.Interface{LinkType: capture.LinkTypeEthernet, Name: s.node + ":" + p, Description: s.descr[j]})
+			if err != nil {
+				return 0, err
+			}
+			ids[ifKey{i, j, capture.LinkTypeEthernet}] = id
+		}
+	}
+	if err := ng.Flush(); err != nil {
+		return 0, err
+	}
+	if ready != nil {
+		ready()
+	}
+
+	recs := make(chan liveRec, 256)
+	ended := make(chan error, len(srcs))
+	done := make(chan struct{})
+	defer close(done)
+	for i, cs := range streams {
+		go readLiveSource(i, srcs[i], cs, recs, ended, done)
+	}
+	// put writes one record; stop reports the limit reached.
+	put := func(r liveRec) (stop bool, err error) {
+		if r.iface >= len(srcs[r.src].ports) {
+			return true, fmt.Errorf("%s: the daemon's stream has interface %d; %d ports were asked for", srcs[r.src].node, r.iface, len(srcs[r.src].ports))
+		}
+		k := ifKey{r.src, r.iface, r.link}
+		id, ok := ids[k]
+		if !ok {
+			s := srcs[r.src]
+			if id, err = ng.AddInterface(capture.Interface{LinkType: r.link, Name: s.node + ":" + s.ports[r.iface], Description: s.descr[r.iface]}); err != nil {
+				return true, err
+			}
+			ids[k] = id
+		}
+		if err := ng.WritePacket(id, r.ts, r.data, r.comment); err != nil {
+			return true, err
+		}
+		if flushEach || len(recs) == 0 {
+			if err := ng.Flush(); err != nil {
+				return true, err
+			}
+		}
+		written++
+		return limit > 0 && written >= limit, nil
+	}
+	// drain writes the records that already arrived, when the capture
+	// stops (as a stopped tcpdump keeps them). This goroutine alone
+	// receives, so the receive never waits.
+	drain := func() error {
+		for len(recs) > 0 {
+			if stop, err := put(<-recs); stop || err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			if err := drain(); err != nil {
+				return written, err
+			}
+			return written, ng.Close()
+		case err := <-ended:
+			// A stream ends early only when its daemon stops (or the
+			// lab goes down): the capture ends with the reason.
+			if derr := drain(); err == nil {
+				err = derr
+			}
+			if cerr := ng.Close(); err == nil {
+				err = cerr
+			}
+			return written, err
+		case r := <-recs:
+			stop, err := put(r)
+			if err != nil {
+				return written, err
+			}
+			if stop {
+				return written, ng.Close()
+			}
+		}
+	}
+}
+
+// readLiveSource reads one daemon's pcapng stream and passes its records on
+// until the stream ends or done is closed. It reports how the stream
+// ended on ended: nil when done was closed first.
+func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liveRec, ended chan<- error, done <-chan struct{}) {
+	fail := func(err error) {
+		select {
+		case <-done:
+			err = nil
+		default:
+		}
+		ended <- err
+	}
+	rd, err := capture.Open(cs)
+	if err != nil {
+		fail(fmt.Errorf("%s: capture stream: %w", s.node, err))
+		return
+	}
+	var rec capture.Record
+	for {
+		if err := rd.Next(&rec); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				err = errors.New("the daemon ended the capture (did the lab go down?)")
+			}
+			fail(fmt.Errorf("%s: %w", s.node, err))
+			return
+		}
+		// Raw keeps an ERF record's header, which its interface's link
+		// type needs; for Ethernet Raw and Data are the same bytes.
+		r := liveRec{src: i, iface: rec.Interface, link: rec.LinkType, ts: rec.Timestamp,
+			data: append([]byte(nil), rec.Raw...), comment: rec.Comment}
+		select {
+		case recs <- r:
+		case <-done:
+			ended <- nil
+			return
+		}
+	}
+}

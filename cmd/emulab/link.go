@@ -1,0 +1,242 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/emufabric/emufabric/lab"
+)
+
+type linkFlags struct {
+	stateDir string
+	lab      string
+}
+
+func init() {
+	var fl linkFlags
+	link := &cobra.Command{
+		Use:   "link",
+		Short: "Change a running lab's links (state, rate, delay, loss, corruption)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return fmt.Errorf("link: say what to do: emulab link set NODE:PORT down|up|rate R|delay D|loss L|corrupt C")
+		},
+	}
+	set := &cobra.Command{
+		Use:   "set NODE:PORT CHANGE...",
+		Short: "Set a port's link down or up, or its rate, delay, loss or corruption",
+		Long: `link set changes one port's link while the lab runs, through the port's daemon
+(the switch's link op, or the NIC's). A change is one of
+
+  down | up        take the link down (no frame passes either way) or back up
+  rate R           the link's rate: 100G, 25Gbps, 800Mbit/s, ...
+  delay D          one-way propagation delay: 5ms, 1us, 250ns, 0
+  loss L           drop probability per frame: 0.01 or 1%
+  corrupt C        corruption probability per frame: 0.001 or 0.1%
+
+and several may be given at once; they are checked before anything is
+changed. Rate, delay, loss and corruption apply to the frames the switch port
+sends and receives. An emulated NIC (emunic) takes down and up only: set the
+other parameters on the switch side of its link. A host without a daemon
+(a lab brought up with --hosts tap) is a TAP port of its switch: the change is
+made on that switch port.
+
+NODE is LAB/NODE, or NODE when one lab is up (or with --lab); PORT may be left
+out for a node with one port.`,
+		Example: `  sudo bin/emulab link set sw1:p1 down
+  sudo bin/emulab link set sw1:p1 up
+  sudo bin/emulab link set sw1:p2 delay 5ms loss 0.1%
+  sudo bin/emulab link set two-hosts/sw1:p1 rate 10G
+  sudo bin/emulab link set h1 down`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runLinkSet(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], args[1:], &fl)
+		},
+	}
+	link.PersistentFlags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
+	link.PersistentFlags().StringVar(&fl.lab, "lab", "", "the node is in lab `NAME` (default: the one lab that is up)")
+	link.AddCommand(set)
+	rootCmd.AddCommand(link)
+}
+
+// parseLinkChange reads the CHANGE words of link set, validating every
+// value with the lab file's parsers. Errors name the argument.
+func parseLinkChange(words []string) (lab.LinkChange, error) {
+	var c lab.LinkChange
+	if len(words) == 0 {
+		return c, errors.New("no change given: down, up, rate R, delay D, loss L or corrupt C")
+	}
+	seen := map[string]bool{}
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		key := w
+		if w == "up" || w == "down" {
+			key = "state"
+		}
+		if seen[key] {
+			return c, fmt.Errorf("%s given twice", key)
+		}
+		seen[key] = true
+		switch w {
+		case "up", "down":
+			c.State = w
+			continue
+		case "rate", "delay", "loss", "corrupt":
+		default:
+			return c, fmt.Errorf("%q: not a change (down, up, rate R, delay D, loss L, corrupt C)", w)
+		}
+		if i+1 >= len(words) {
+			return c, fmt.Errorf("%s: no value given", w)
+		}
+		i++
+		v := words[i]
+		switch w {
+		case "rate":
+			r, err := lab.ParseRate(v)
+			if err != nil {
+				return c, err // `rate "10X": ...`
+			}
+			if r == 0 {
+				return c, fmt.Errorf("rate %q: must be more than 0", v)
+			}
+			c.Rate = v
+		case "delay":
+			d, err := lab.ParseTime(v)
+			if err != nil {
+				return c, fmt.Errorf("delay: %w", err)
+			}
+			if d < 0 {
+				return c, fmt.Errorf("delay %q: must not be negative", v)
+			}
+			c.Delay = v
+		case "loss", "corrupt":
+			p, err := lab.ParseProbability(v)
+			if err != nil {
+				return c, fmt.Errorf("%s: %w", w, err)
+			}
+			if w == "loss" {
+				c.Loss = &p
+			} else {
+				c.Corrupt = &p
+			}
+		}
+	}
+	return c, nil
+}
+
+// changedWords names what a change sets, for messages.
+func changedWords(c *lab.LinkChange) string {
+	var w []string
+	if c.Rate != "" {
+		w = append(w, "rate")
+	}
+	if c.Delay != "" {
+		w = append(w, "delay")
+	}
+	if c.Loss != nil {
+		w = append(w, "loss")
+	}
+	if c.Corrupt != nil {
+		w = append(w, "corrupt")
+	}
+	return strings.Join(w, ", ")
+}
+
+func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *linkFlags) error {
+	change, err := parseLinkChange(words)
+	if err != nil {
+		return fmt.Errorf("link set %s: %w", endpoint, err)
+	}
+	nodeName, port := lab.SplitEndpoint(endpoint)
+	li, n, err := findNode(fl.stateDir, fl.lab, nodeName)
+	if err != nil {
+		return fmt.Errorf("link set %s: %w", endpoint, err)
+	}
+	if port == "" {
+		if n.Kind == lab.KindSwitch || len(n.Ports) != 1 {
+			return fmt.Errorf("link set %s: say which port, %s:PORT (ports: %s)", endpoint, n.Name, n.PortNames())
+		}
+		port = n.Ports[0].Name
+	}
+	target, tport := n, port
+	if n.Kind != lab.KindSwitch {
+		p := n.Port(port)
+		if p == nil {
+			return fmt.Errorf("link set %s: %s has no port %s (ports: %s)", endpoint, n.Name, port, n.PortNames())
+		}
+		switch {
+		case n.Control == "":
+			// A plain host's interface is a TAP port of its switch:
+			// the link is that port's.
+			peerNode, peerPort := lab.SplitEndpoint(p.Peer)
+			if target = li.Node(peerNode); target == nil || target.Control == "" || peerPort == "" {
+				return fmt.Errorf("link set %s: %s has no daemon and its link's peer %q has none either", endpoint, n.Name, p.Peer)
+			}
+			tport = peerPort
+			fmt.Fprintf(errOut, "%s:%s is a TAP port of %s: setting %s\n", n.Name, port, target.Name, p.Peer)
+		case !change.OnlyState():
+			hint := ""
+			if p.Peer != "" {
+				hint = fmt.Sprintf("; set it on the switch side of the link: emulab link set %s %s", p.Peer, strings.Join(withoutState(words), " "))
+			}
+			return fmt.Errorf("link set %s: %s (emunic) changes only its link state (down, up), not %s%s",
+				endpoint, n.Name, changedWords(&change), hint)
+		}
+	}
+	change.Port = tport
+	raw, err := lab.SetLink(target.Control, change, opsTimeout)
+	if err != nil {
+		return fmt.Errorf("link set %s: %w", endpoint, err)
+	}
+	return writeLinkResult(out, target.Name+":"+tport, &change, raw)
+}
+
+// withoutState drops up and down from CHANGE words (for the hint that
+// sends the rest to the switch).
+func withoutState(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if w != "up" && w != "down" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// writeLinkResult prints the port's state after the change: emuswitch
+// answers with the port's status, emunic with a bare OK.
+func writeLinkResult(out io.Writer, name string, c *lab.LinkChange, raw json.RawMessage) error {
+	var r struct {
+		Port *struct {
+			AdminUp bool    `json:"admin_up"`
+			Up      bool    `json:"up"`
+			Speed   string  `json:"speed"`
+			Rate    string  `json:"rate"`
+			Delay   string  `json:"delay"`
+			Loss    float64 `json:"loss"`
+			Corrupt float64 `json:"corrupt"`
+		} `json:"port"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil || r.Port == nil {
+		_, err := fmt.Fprintf(out, "%s: link %s\n", name, c.State)
+		return err
+	}
+	p := r.Port
+	state := "up"
+	switch {
+	case !p.AdminUp:
+		state = "down (admin)"
+	case !p.Up:
+		state = "down (no peer)"
+	}
+	_, err := fmt.Fprintf(out, "%s: link %s, rate %s (port speed %s), delay %s, loss %g, corrupt %g\n",
+		name, state, p.Rate, p.Speed, p.Delay, p.Loss, p.Corrupt)
+	return err
+}

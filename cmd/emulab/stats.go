@@ -1,0 +1,282 @@
+//go:build linux
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/switchcore"
+)
+
+// opsTimeout bounds each request of stats, link and capture (the capture
+// stream itself is unbounded) to a daemon's control socket.
+const opsTimeout = 3 * time.Second
+
+type statsFlags struct {
+	stateDir string
+	lab      string
+	hw       bool
+	json     bool
+}
+
+func init() {
+	var fl statsFlags
+	cmd := &cobra.Command{
+		Use:   "stats NODE[:PORT]",
+		Short: "Show a node's counters (ethtool -S, RDMA hw_counters, switch ports)",
+		Long: `stats asks a node's daemon for its counters.
+
+For a NIC (emunic) it prints what ethtool -S prints for a ConnectX port:
+"NIC statistics:" and one "     name: value" line per counter, with the mlx5
+names (rx_packets_phy, tx_bytes_phy, rx_prio3_pause, ...). --hw prints the
+RDMA counters instead, one "name value" line each, as the files under
+/sys/class/infiniband/<dev>/ports/1/hw_counters read (np_cnp_sent,
+rp_cnp_handled, out_of_sequence, ...).
+
+For a switch (emuswitch) it prints one row per port (packets, bytes, PAUSE
+frames, ECN marks, drops) and one row per port and priority that counted
+anything (per-priority packets, PFC pause frames and time, ECN marks, drops).
+SWITCH:PORT prints that port's counters in the ethtool -S layout, every
+counter the switch keeps (mlx5 names, drop reasons, buffer watermarks, PFC
+watchdog, and the emulated wire's and transport's counters).
+
+NODE is LAB/NODE, or NODE when one lab is up (or with --lab). --json prints
+the daemon's counters as one JSON object for scripts.`,
+		Example: `  sudo bin/emulab stats h1
+  sudo bin/emulab stats h1 --hw
+  sudo bin/emulab stats sw1
+  sudo bin/emulab stats two-hosts/sw1:p1
+  sudo bin/emulab stats sw1 --json | jq '.ports[0].counters.rx_prio3_pause'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStats(cmd.OutOrStdout(), args[0], &fl)
+		},
+	}
+	cmd.Flags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
+	cmd.Flags().StringVar(&fl.lab, "lab", "", "the node is in lab `NAME` (default: the one lab that is up)")
+	cmd.Flags().BoolVar(&fl.hw, "hw", false, "a NIC's RDMA hw_counters instead of ethtool -S")
+	cmd.Flags().BoolVar(&fl.json, "json", false, "print the counters as JSON")
+	rootCmd.AddCommand(cmd)
+}
+
+// nodeRef is the ResolveNode reference of node with --lab applied.
+func nodeRef(labFlag, node string) (string, error) {
+	if labFlag == "" {
+		return node, nil
+	}
+	if strings.Contains(node, "/") {
+		return "", fmt.Errorf("%s names its lab and --lab %s is given: use one", node, labFlag)
+	}
+	return labFlag + "/" + node, nil
+}
+
+// findNode resolves NODE or LAB/NODE (with --lab) to up's record.
+func findNode(stateDir, labFlag, node string) (*lab.LabInfo, *lab.NodeInfo, error) {
+	ref, err := nodeRef(labFlag, node)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lab.FindNode(stateDir, ref)
+}
+
+// noDaemon explains that a node has no daemon to ask (a plain host of a
+// lab brought up with --hosts tap) and points at its link's switch port
+// (cmd: the command to run there) and at the kernel's own counters.
+func noDaemon(n *lab.NodeInfo, cmd string) error {
+	msg := fmt.Sprintf("%s has no daemon (a %s node without emulated NIC", n.Name, n.Kind)
+	if n.Iface != nil && n.Iface.Owner != "" {
+		msg += fmt.Sprintf("; its %s is a TAP held by %s", n.Iface.Name, n.Iface.Owner)
+	}
+	msg += ")"
+	if len(n.Ports) > 0 && n.Ports[0].Peer != "" {
+		msg += fmt.Sprintf(": try `%s %s`, the switch side of its link", cmd, n.Ports[0].Peer)
+	}
+	msg += fmt.Sprintf(", or `emulab exec %s -- ip -s link` for the kernel's counters", n.Name)
+	return errors.New(msg)
+}
+
+func runStats(out io.Writer, arg string, fl *statsFlags) error {
+	node, port := lab.SplitEndpoint(arg)
+	li, n, err := findNode(fl.stateDir, fl.lab, node)
+	if err != nil {
+		return err
+	}
+	if n.Control == "" {
+		return noDaemon(n, "emulab stats")
+	}
+	switch n.Kind {
+	case lab.KindSwitch:
+		if fl.hw {
+			return fmt.Errorf("--hw: %s is a switch; RDMA hw_counters are a NIC's", n.Name)
+		}
+	default:
+		if port != "" && n.Port(port) == nil {
+			return fmt.Errorf("%s: %s has no port %s (ports: %s)", arg, n.Name, port, n.PortNames())
+		}
+		port = ""
+	}
+	c, err := lab.QueryCounters(n.Control, port, opsTimeout)
+	if err != nil {
+		return fmt.Errorf("stats %s: %w", arg, err)
+	}
+	if fl.json {
+		return writeStatsJSON(out, li, n, c)
+	}
+	switch {
+	case n.Kind != lab.KindSwitch && fl.hw:
+		if c.RDMA == "" {
+			return fmt.Errorf("stats %s: the daemon sent no hw_counters", arg)
+		}
+		_, err = io.WriteString(out, c.RDMA)
+	case n.Kind != lab.KindSwitch:
+		if c.Ethtool == "" {
+			return fmt.Errorf("stats %s: the daemon sent no ethtool -S text", arg)
+		}
+		_, err = io.WriteString(out, c.Ethtool)
+	case port != "":
+		if len(c.Ports) != 1 {
+			return fmt.Errorf("stats %s: the daemon answered with %d ports", arg, len(c.Ports))
+		}
+		err = writeEthtool(out, c.Ports[0].Counters)
+	default:
+		err = writeSwitchTable(out, n, c.Ports)
+	}
+	return err
+}
+
+// writeStatsJSON prints the daemon's counters with the node they are of.
+func writeStatsJSON(out io.Writer, li *lab.LabInfo, n *lab.NodeInfo, c *lab.DaemonCounters) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Lab  string       `json:"lab"`
+		Node string       `json:"node"`
+		Kind lab.NodeKind `json:"kind"`
+		*lab.DaemonCounters
+	}{li.Lab, n.Name, n.Kind, c})
+}
+
+// switchCounterOrder is the order emuswitch's engine reports its counters
+// in (switchcore.PortCounters.Each): ethtool -S lists a port's counters in
+// the driver's order, not alphabetically.
+var switchCounterOrder = func() map[string]int {
+	m := map[string]int{}
+	var pc switchcore.PortCounters
+	pc.Each(func(name string, _ uint64) { m[name] = len(m) })
+	return m
+}()
+
+// writeEthtool prints one switch port's counters in the ethtool -S
+// layout: the engine's in its order, then the daemon's (wire, transport)
+// by name.
+func writeEthtool(out io.Writer, m map[string]uint64) error {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		ia, oka := switchCounterOrder[a]
+		ib, okb := switchCounterOrder[b]
+		switch {
+		case oka && okb:
+			return ia - ib
+		case oka:
+			return -1
+		case okb:
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	var sb strings.Builder
+	sb.WriteString("NIC statistics:\n")
+	for _, k := range names {
+		fmt.Fprintf(&sb, "     %s: %d\n", k, m[k])
+	}
+	_, err := io.WriteString(out, sb.String())
+	return err
+}
+
+// sumPrefix adds the counters whose names start with prefix.
+func sumPrefix(m map[string]uint64, prefix string) uint64 {
+	var s uint64
+	for k, v := range m {
+		if strings.HasPrefix(k, prefix) {
+			s += v
+		}
+	}
+	return s
+}
+
+// writeSwitchTable prints a switch's ports, then its busy priorities.
+func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
+	peer := map[string]string{}
+	for _, p := range n.Ports {
+		peer[p.Name] = p.Peer
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tRX_PAUSE\tTX_PAUSE\tECN_MARKED\tDROPS\tWIRE_DROPS\t")
+	for _, p := range ports {
+		m := p.Counters
+		pr := peer[p.Port]
+		if pr == "" {
+			pr = "-"
+		}
+		// Drops the switch decided (every reason), and frames the
+		// emulated wire lost: loss, a full link queue, no peer.
+		wire := m["link_loss_tx"] + m["link_loss_rx"] + m["link_queue_drop"] + m["not_connected_drop"]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, pr,
+			m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"],
+			m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumPrefix(m, "drop_"), wire)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Fprintln(out)
+	var prios strings.Builder
+	tw = tabwriter.NewWriter(&prios, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PORT\tPRIO\tRX_PACKETS\tTX_PACKETS\tRX_PAUSE\tRX_PAUSE_US\tTX_PAUSE\tTX_PAUSE_US\tECN_MARKED\tDROPS\tQUEUE_WM\t")
+	rows := 0
+	for _, p := range ports {
+		m := p.Counters
+		for prio := range switchcore.NumPriorities {
+			k := func(f string) uint64 { return m[fmt.Sprintf(f, prio)] }
+			v := []uint64{k("rx_prio%d_packets"), k("tx_prio%d_packets"), k("rx_prio%d_pause"), k("rx_prio%d_pause_duration"),
+				k("tx_prio%d_pause"), k("tx_prio%d_pause_duration"), k("rx_prio%d_marked"),
+				sumPrefix(m, fmt.Sprintf("prio%d_drop_", prio)), k("queue%d_watermark")}
+			if !slices.ContainsFunc(v, func(x uint64) bool { return x != 0 }) {
+				continue
+			}
+			rows++
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, prio, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8])
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rows == 0 {
+		_, err := fmt.Fprintln(out, "no priority of any port counted anything yet")
+		return err
+	}
+	_, err := io.WriteString(out, prios.String())
+	return err
+}
+
+// sumMarked adds a port's per-priority ECN marks (rx_prio<p>_marked).
+func sumMarked(m map[string]uint64) uint64 {
+	var s uint64
+	for prio := range switchcore.NumPriorities {
+		s += m[fmt.Sprintf("rx_prio%d_marked", prio)]
+	}
+	return s
+}
