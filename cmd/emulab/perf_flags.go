@@ -1,0 +1,223 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/emufabric/emufabric/nic"
+)
+
+// perftest's tests as `emulab perf` names them: the binary name without
+// its ib_ prefix. The title is the banner's, built as perftest builds it
+// from the verb and the kind of test.
+type perfTest struct {
+	name   string
+	op     nic.WROpcode
+	lat    bool
+	verb   string // perftest's verb name in the banner
+	remote bool   // the requester names the responder's memory (RKey, VAddr)
+}
+
+var perfTests = []perfTest{
+	{name: "write_bw", op: nic.IBV_WR_RDMA_WRITE, verb: "RDMA_Write", remote: true},
+	{name: "read_bw", op: nic.IBV_WR_RDMA_READ, verb: "RDMA_Read", remote: true},
+	{name: "send_bw", op: nic.IBV_WR_SEND, verb: "Send"},
+	{name: "write_lat", op: nic.IBV_WR_RDMA_WRITE, lat: true, verb: "RDMA_Write", remote: true},
+	{name: "read_lat", op: nic.IBV_WR_RDMA_READ, lat: true, verb: "RDMA_Read", remote: true},
+	{name: "send_lat", op: nic.IBV_WR_SEND, lat: true, verb: "Send"},
+}
+
+func perfTestNames() string {
+	var s []string
+	for _, t := range perfTests {
+		s = append(s, t.name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func lookupPerfTest(name string) (perfTest, error) {
+	for _, t := range perfTests {
+		if t.name == name || "ib_"+t.name == name {
+			return t, nil
+		}
+	}
+	return perfTest{}, fmt.Errorf("unknown test %q (want one of %s)", name, perfTestNames())
+}
+
+// title is the banner's centred title: "RDMA_Write BW Test".
+func (t perfTest) title() string {
+	if t.lat {
+		return t.verb + " Latency Test"
+	}
+	return t.verb + " BW Test"
+}
+
+// perftest's defaults and limits (perftest_parameters.h).
+const (
+	perfDefSizeBW  = 65536
+	perfDefSizeLat = 2
+	perfDefIters   = 1000
+	perfMinIters   = 5
+	perfDefTxBW    = 128
+	perfDefTxLat   = 1
+	perfDefCQMod   = 100
+	perfMaxCQMod   = 1024
+	perfMaxQPs     = 16
+	perfMaxSize    = 1 << 23 // -a sweeps 2 .. 2^23 (MAX_SIZE 8388608)
+	perfMaxDepth   = 4096
+	perfMaxSeconds = 3600
+)
+
+// perfFlags are the perftest options `emulab perf` takes, with perftest's
+// letters and meanings. The *Set fields say whether the user gave the
+// flag (cobra's Changed), so defaults can depend on the test.
+type perfFlags struct {
+	stateDir string
+
+	size     int
+	sizeSet  bool
+	all      bool
+	iters    int
+	itersSet bool
+	duration int // -D seconds; 0: iteration mode
+	qps      int
+	cqMod    int
+	cqModSet bool
+	txDepth  int
+	txSet    bool
+	mtu      int // 0: the ports' active MTU
+	noPeak   bool
+	gbits    bool
+	sl       int
+	tos      int // -1: the NIC's RoCE traffic class
+	timeout  int // -u: 0 is the NIC's default (14)
+	outJSON  string
+}
+
+// perfPlan is what a run does, derived from the flags.
+type perfPlan struct {
+	test     perfTest
+	sizes    []int
+	iters    int
+	duration int
+	qps      int
+	cqMod    int
+	depth    int
+	mtu      int
+	noPeak   bool
+	gbits    bool
+	sl       uint8
+	tc       uint8 // 0: the NIC's own
+	timeout  uint8 // 0: the NIC's own (14)
+	outJSON  string
+}
+
+// plan checks the flags against the test and perftest's limits. Every
+// error names the flag and the value it refuses.
+func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
+	p := &perfPlan{test: t, iters: perfDefIters, qps: f.qps, noPeak: f.noPeak, gbits: f.gbits, outJSON: f.outJSON}
+	size := perfDefSizeBW
+	if t.lat {
+		size = perfDefSizeLat
+	}
+	if f.sizeSet {
+		if f.all {
+			return nil, fmt.Errorf("-s/--size %d and -a/--all: choose one (-a sweeps 2 .. %d bytes)", f.size, perfMaxSize)
+		}
+		if f.size < 1 || f.size > perfMaxSize {
+			return nil, fmt.Errorf("-s/--size %d: want 1 .. %d bytes", f.size, perfMaxSize)
+		}
+		size = f.size
+	}
+	if f.all {
+		for s := 2; s <= perfMaxSize; s <<= 1 {
+			p.sizes = append(p.sizes, s)
+		}
+	} else {
+		p.sizes = []int{size}
+	}
+	if f.itersSet {
+		if f.duration > 0 {
+			return nil, fmt.Errorf("-n/--iters %d and -D/--duration %d: choose one", f.iters, f.duration)
+		}
+		if f.iters < perfMinIters || f.iters > 100_000_000 {
+			return nil, fmt.Errorf("-n/--iters %d: want %d .. 100000000", f.iters, perfMinIters)
+		}
+		p.iters = f.iters
+	}
+	if f.duration < 0 || f.duration > perfMaxSeconds {
+		return nil, fmt.Errorf("-D/--duration %d: want 1 .. %d seconds", f.duration, perfMaxSeconds)
+	}
+	if f.duration > 0 {
+		if f.all {
+			return nil, fmt.Errorf("-D/--duration %d and -a/--all: perftest runs one size for a duration", f.duration)
+		}
+		p.duration = f.duration
+	}
+	if f.qps < 1 || f.qps > perfMaxQPs {
+		return nil, fmt.Errorf("-q/--qp %d: want 1 .. %d queue pairs", f.qps, perfMaxQPs)
+	}
+	if t.lat && f.qps > 1 {
+		return nil, fmt.Errorf("-q/--qp %d: the latency tests run one queue pair (as perftest)", f.qps)
+	}
+	p.depth = perfDefTxBW
+	if t.lat {
+		p.depth = perfDefTxLat
+	}
+	if f.txSet {
+		if t.lat && f.txDepth != 1 {
+			return nil, fmt.Errorf("-t/--tx-depth %d: the latency tests keep one message in flight", f.txDepth)
+		}
+		if f.txDepth < 1 || f.txDepth > perfMaxDepth {
+			return nil, fmt.Errorf("-t/--tx-depth %d: want 1 .. %d", f.txDepth, perfMaxDepth)
+		}
+		p.depth = f.txDepth
+	}
+	// CQ moderation: one signaled work request in cq_mod. perftest
+	// clamps its default to the TX depth; a moderation above the depth
+	// would never complete (no signaled request would fit in flight).
+	p.cqMod = min(perfDefCQMod, p.depth)
+	if f.cqModSet {
+		if f.cqMod < 1 || f.cqMod > perfMaxCQMod {
+			return nil, fmt.Errorf("-Q/--cq-mod %d: want 1 .. %d", f.cqMod, perfMaxCQMod)
+		}
+		if f.cqMod > p.depth {
+			return nil, fmt.Errorf("-Q/--cq-mod %d: larger than the TX depth (-t %d); no signaled request would fit in flight", f.cqMod, p.depth)
+		}
+		if t.lat && f.cqMod != 1 {
+			return nil, fmt.Errorf("-Q/--cq-mod %d: the latency tests signal every message", f.cqMod)
+		}
+		p.cqMod = f.cqMod
+	}
+	if t.lat {
+		p.cqMod = 1
+	}
+	if f.mtu != 0 {
+		switch f.mtu {
+		case 256, 512, 1024, 2048, 4096:
+		default:
+			return nil, fmt.Errorf("-m/--mtu %d: want 256, 512, 1024, 2048 or 4096", f.mtu)
+		}
+		p.mtu = f.mtu
+	}
+	if f.sl < 0 || f.sl > 15 {
+		return nil, fmt.Errorf("-S/--sl %d: want 0 .. 15", f.sl)
+	}
+	p.sl = uint8(f.sl)
+	switch {
+	case f.tos == -1:
+	case f.tos < 0 || f.tos > 255:
+		return nil, fmt.Errorf("-T/--tos %d: want 0 .. 255 (DSCP<<2 | ECN)", f.tos)
+	case f.tos>>2 == 0:
+		return nil, fmt.Errorf("-T/--tos %d: DSCP 0 is not selectable (traffic class 0 means the NIC's RoCE DSCP)", f.tos)
+	default:
+		p.tc = uint8(f.tos)
+	}
+	// The local ACK timeout is 4.096 us x 2^u (IBA 9.7.6.1.3); 0 would
+	// mean "infinite" to a real NIC, here it is the NIC's default.
+	if f.timeout < 0 || f.timeout > 31 {
+		return nil, fmt.Errorf("-u/--qp-timeout %d: want 1 .. 31 (4.096 us x 2^u)", f.timeout)
+	}
+	p.timeout = uint8(f.timeout)
+	return p, nil
+}

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func mustTest(t *testing.T, name string) perfTest {
+	t.Helper()
+	pt, err := lookupPerfTest(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pt
+}
+
+// defaultFlags are the flag values cobra starts from.
+func defaultFlags() perfFlags {
+	return perfFlags{size: perfDefSizeBW, iters: perfDefIters, qps: 1, cqMod: perfDefCQMod, txDepth: perfDefTxBW, tos: -1}
+}
+
+func TestPerfPlanDefaults(t *testing.T) {
+	for _, c := range []struct {
+		test              string
+		size, depth, cqMd int
+	}{
+		{"write_bw", 65536, 128, 100},
+		{"ib_read_bw", 65536, 128, 100},
+		{"send_bw", 65536, 128, 100},
+		{"write_lat", 2, 1, 1},
+		{"read_lat", 2, 1, 1},
+		{"ib_send_lat", 2, 1, 1},
+	} {
+		f := defaultFlags()
+		p, err := f.plan(mustTest(t, c.test))
+		if err != nil {
+			t.Fatalf("%s: %v", c.test, err)
+		}
+		if len(p.sizes) != 1 || p.sizes[0] != c.size || p.depth != c.depth || p.cqMod != c.cqMd || p.iters != 1000 || p.qps != 1 || p.tc != 0 {
+			t.Errorf("%s: plan %+v", c.test, p)
+		}
+	}
+	// -a: 2 .. 2^23, 23 sizes, doubling.
+	f := defaultFlags()
+	f.all = true
+	p, err := f.plan(mustTest(t, "write_bw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.sizes) != 23 || p.sizes[0] != 2 || p.sizes[22] != 1<<23 {
+		t.Errorf("-a sizes %v", p.sizes)
+	}
+	// A small TX depth clamps the default moderation.
+	f = defaultFlags()
+	f.txDepth, f.txSet = 16, true
+	if p, err := f.plan(mustTest(t, "write_bw")); err != nil || p.cqMod != 16 {
+		t.Errorf("-t 16: cq_mod %v, %v", p, err)
+	}
+	f = defaultFlags()
+	f.tos = 26 << 2
+	f.sl = 3
+	f.mtu = 1024
+	f.duration = 2
+	if p, err := f.plan(mustTest(t, "send_bw")); err != nil || p.tc != 104 || p.sl != 3 || p.mtu != 1024 || p.duration != 2 {
+		t.Errorf("-T 104 -S 3 -m 1024 -D 2: %+v, %v", p, err)
+	}
+}
+
+func TestPerfPlanErrors(t *testing.T) {
+	for _, c := range []struct {
+		test string
+		set  func(f *perfFlags)
+		want string
+	}{
+		{"write_bw", func(f *perfFlags) { f.size, f.sizeSet = 0, true }, "-s/--size 0"},
+		{"write_bw", func(f *perfFlags) { f.size, f.sizeSet = 1<<23+1, true }, "-s/--size 8388609"},
+		{"write_bw", func(f *perfFlags) { f.size, f.sizeSet, f.all = 64, true, true }, "-a/--all"},
+		{"write_bw", func(f *perfFlags) { f.iters, f.itersSet = 4, true }, "-n/--iters 4"},
+		{"write_bw", func(f *perfFlags) { f.iters, f.itersSet, f.duration = 100, true, 2 }, "-D/--duration 2"},
+		{"write_bw", func(f *perfFlags) { f.duration = -1 }, "-D/--duration -1"},
+		{"write_bw", func(f *perfFlags) { f.duration, f.all = 1, true }, "-D/--duration 1 and -a/--all"},
+		{"write_bw", func(f *perfFlags) { f.qps = 0 }, "-q/--qp 0"},
+		{"write_bw", func(f *perfFlags) { f.qps = 17 }, "-q/--qp 17"},
+		{"write_lat", func(f *perfFlags) { f.qps = 2 }, "-q/--qp 2"},
+		{"write_bw", func(f *perfFlags) { f.txDepth, f.txSet = 0, true }, "-t/--tx-depth 0"},
+		{"write_lat", func(f *perfFlags) { f.txDepth, f.txSet = 8, true }, "-t/--tx-depth 8"},
+		{"write_bw", func(f *perfFlags) { f.cqMod, f.cqModSet = 0, true }, "-Q/--cq-mod 0"},
+		{"write_bw", func(f *perfFlags) { f.cqMod, f.cqModSet = 200, true }, "-Q/--cq-mod 200: larger than the TX depth (-t 128)"},
+		{"send_lat", func(f *perfFlags) { f.cqMod, f.cqModSet = 1, true; f.txDepth = 1 }, ""},
+		{"write_bw", func(f *perfFlags) { f.mtu = 1000 }, "-m/--mtu 1000"},
+		{"write_bw", func(f *perfFlags) { f.mtu = 8192 }, "-m/--mtu 8192"},
+		{"write_bw", func(f *perfFlags) { f.sl = 16 }, "-S/--sl 16"},
+		{"write_bw", func(f *perfFlags) { f.tos = 256 }, "-T/--tos 256"},
+		{"write_bw", func(f *perfFlags) { f.tos = 3 }, "-T/--tos 3"},
+		{"write_bw", func(f *perfFlags) { f.timeout = 32 }, "-u/--qp-timeout 32"},
+		{"write_bw", func(f *perfFlags) { f.timeout = 18 }, ""},
+	} {
+		f := defaultFlags()
+		c.set(&f)
+		_, err := f.plan(mustTest(t, c.test))
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.test, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one with %q", c.test, err, c.want)
+		}
+	}
+	if _, err := lookupPerfTest("atomic_bw"); err == nil || !strings.Contains(err.Error(), "write_bw, read_bw, send_bw, write_lat, read_lat, send_lat") {
+		t.Errorf("unknown test: %v", err)
+	}
+}
+
+func TestPerfTables(t *testing.T) {
+	var b bytes.Buffer
+	writeBWHeader(&b, true)
+	// 1000 x 65536 bytes in 50 ms: 1.31072 GB/s = 10.49 Gb/s.
+	writeBWRow(&b, bwRow{Size: 65536, Iters: 1000, Peak: 12.5e9 / 8, Average: 65536 * 1000 / 0.05, MsgRate: 20000}, true)
+	want := perfLine + "\n" +
+		" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n" +
+		" 65536      1000             12.50              10.49  \t\t   0.020000\n"
+	if b.String() != want {
+		t.Errorf("bandwidth table:\n%q\nwant\n%q", b.String(), want)
+	}
+	b.Reset()
+	writeBWHeader(&b, false)
+	writeBWRow(&b, bwRow{Size: 2, Iters: 5, Average: 1 << 20, Peak: 3 << 20, MsgRate: 524288}, false)
+	want = perfLine + "\n" +
+		" #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n" +
+		" 2          5                3.00               1.00   \t\t   0.524288\n"
+	if b.String() != want {
+		t.Errorf("MiB table:\n%q\nwant\n%q", b.String(), want)
+	}
+
+	b.Reset()
+	var samples []time.Duration
+	for i := 1; i <= 1000; i++ {
+		samples = append(samples, time.Duration(i)*time.Microsecond)
+	}
+	st := newLatStats(2, samples, time.Second)
+	writeLatHeader(&b, false)
+	writeLatRow(&b, st, false)
+	lines := strings.Split(b.String(), "\n")
+	if lines[1] != perfHeadLat || !strings.HasPrefix(lines[2], " 2       1000          ") {
+		t.Errorf("latency table:\n%s", b.String())
+	}
+	f := strings.Fields(lines[2])
+	if strings.Join(f, " ") != "2 1000 1.00 1000.00 501.00 500.50 288.67 990.00 999.00" {
+		t.Errorf("latency row fields %q", f)
+	}
+	b.Reset()
+	writeLatHeader(&b, true)
+	writeLatRow(&b, st, true)
+	if !strings.Contains(b.String(), perfHeadLatDur) || strings.Join(strings.Fields(strings.Split(b.String(), "\n")[2]), " ") != "2 1000 500.50 1000.00" {
+		t.Errorf("duration latency table:\n%s", b.String())
+	}
+}
+
+func TestLatStats(t *testing.T) {
+	st := newLatStats(64, []time.Duration{4 * time.Microsecond, 2 * time.Microsecond, 6 * time.Microsecond, 8 * time.Microsecond}, 0)
+	if st.Min != 2 || st.Max != 8 || st.Avg != 5 || st.Typical != 6 || math.Abs(st.Stdev-math.Sqrt(5)) > 1e-9 || st.P99 != 8 || st.P999 != 8 || st.TPS != 0 {
+		t.Errorf("stats %+v", st)
+	}
+	if st := newLatStats(2, nil, time.Second); st.Iters != 0 || st.Avg != 0 {
+		t.Errorf("no samples: %+v", st)
+	}
+}
+
+func TestPerfJSON(t *testing.T) {
+	var b bytes.Buffer
+	info := perfJSONInfo{Test: "RDMA_Write BW Test", Device: "emu_eth0", NumberOfQPs: 1, BWUnit: "Gb/sec", Src: "l/h1", Dst: "l/h2"}
+	r := bwRow{Size: 65536, Iters: 1000, Peak: 1.5e9, Average: 1.25e9, MsgRate: 19073.486, Verified: true}
+	if err := writePerfJSON(&b, info, []any{bwResultJSON(r, true)}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TestInfo map[string]any `json:"test_info"`
+		Results  map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	want := map[string]any{"MsgSize": 65536.0, "n_iterations": 1000.0, "BW_peak": 12.0, "BW_average": 10.0, "MsgRate": 0.019073, "data_verified": true}
+	for k, v := range want {
+		if doc.Results[k] != v {
+			t.Errorf("results.%s = %v, want %v", k, doc.Results[k], v)
+		}
+	}
+	if doc.TestInfo["test"] != "RDMA_Write BW Test" || doc.TestInfo["BW_unit"] != "Gb/sec" {
+		t.Errorf("test_info %v", doc.TestInfo)
+	}
+
+	// Latency, and several sizes: results is a list.
+	b.Reset()
+	st := newLatStats(2, []time.Duration{time.Microsecond, 3 * time.Microsecond}, time.Second)
+	st.Verified = true
+	if err := writePerfJSON(&b, perfJSONInfo{Test: "Send Latency Test"}, []any{latResultJSON(st, false), latResultJSON(st, false)}); err != nil {
+		t.Fatal(err)
+	}
+	var lat struct {
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &lat); err != nil || len(lat.Results) != 2 {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	for _, k := range []string{"t_min", "t_max", "t_typical", "t_avg", "t_stdev", "percentile_99", "percentile_99.9"} {
+		if _, ok := lat.Results[0][k]; !ok {
+			t.Errorf("latency results lack %q: %v", k, lat.Results[0])
+		}
+	}
+	if lat.Results[0]["t_avg"] != 2.0 || lat.Results[0]["t_max"] != 3.0 {
+		t.Errorf("latency results %v", lat.Results[0])
+	}
+	// Duration mode has t_avg and tps_average only.
+	j := latResultJSON(st, true)
+	if j.TMin != nil || j.TPS == nil || *j.TPS != 2 {
+		t.Errorf("duration latency JSON %+v", j)
+	}
+}
+
+func TestGIDDecimal(t *testing.T) {
+	if got := gidDecimal("::ffff:10.0.0.1"); got != "00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:01" {
+		t.Errorf("gid %q", got)
+	}
+	if got := gidDecimal("not a gid"); got != "not a gid" {
+		t.Errorf("bad gid %q", got)
+	}
+}
+
+func TestPeakRate(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int, b uint64) perfSample { return perfSample{t0.Add(time.Duration(ms) * time.Millisecond), b} }
+	// 1 MB/ms for 10 ms, then 4 MB in 1 ms, then 1 MB/ms again.
+	s := []perfSample{at(0, 0), at(10, 10e6), at(11, 14e6), at(12, 15e6), at(20, 23e6)}
+	if got := peakRate(s, 4e6); got != 4e9 {
+		t.Errorf("peak over 4 MB windows %v, want 4e9", got)
+	}
+	// A window of 5 MB cannot be the burst alone: 10..12 ms moved 5 MB.
+	if got := peakRate(s, 5e6); got != 2.5e9 {
+		t.Errorf("peak over 5 MB windows %v, want 2.5e9", got)
+	}
+	if got := peakRate(s, 100e6); got != 0 {
+		t.Errorf("window longer than the run: %v", got)
+	}
+
+	// Two QPs merged: the total at each time is the sum of the latest.
+	m := mergeSamples([][]perfSample{{at(0, 0), at(2, 10), at(4, 20)}, {at(0, 0), at(1, 5), at(4, 15)}})
+	var got []uint64
+	for _, x := range m {
+		got = append(got, x.bytes)
+	}
+	if len(m) != 4 || got[0] != 0 || got[1] != 5 || got[2] != 15 || got[3] != 35 {
+		t.Errorf("merged %v", got)
+	}
+}
+
+func TestCompareDest(t *testing.T) {
+	src := make([]byte, 4096)
+	fillPattern(src, 7)
+	other := make([]byte, 4096)
+	fillPattern(other, 8)
+	if bytes.Equal(src, other) || bytes.Count(src, []byte{0}) > 64 {
+		t.Fatal("patterns of different seeds must differ and not be mostly zero")
+	}
+	dst := make([]byte, 4096)
+	copy(dst, src[:1000])
+	if err := compareDest(src, dst, 1000); err != nil {
+		t.Errorf("good copy: %v", err)
+	}
+	dst[999] ^= 1
+	if err := compareDest(src, dst, 1000); err == nil || !strings.Contains(err.Error(), "destination byte 999") {
+		t.Errorf("flipped byte: %v", err)
+	}
+	dst[999] ^= 1
+	dst[1000] = 1
+	if err := compareDest(src, dst, 1000); err == nil || !strings.Contains(err.Error(), "beyond the 1000-byte message") {
+		t.Errorf("overrun: %v", err)
+	}
+}
+
+// The JSON values are the table's printed values, digit for digit.
+func TestPerfJSONMatchesTable(t *testing.T) {
+	for _, v := range []float64{5591.235, 289.455, 249.915, 0.125, 2.675, 1.005, 0.0000005, 1e6 + 0.005} {
+		if got, want := strconv.FormatFloat(round2(v), 'f', 2, 64), fmt.Sprintf("%.2f", v); got != want {
+			t.Errorf("round2(%v) = %s, the table prints %s", v, got, want)
+		}
+		if got, want := strconv.FormatFloat(round6(v), 'f', 6, 64), fmt.Sprintf("%.6f", v); got != want {
+			t.Errorf("round6(%v) = %s, the table prints %s", v, got, want)
+		}
+	}
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/nicd"
+)
+
+func init() {
+	var fl perfFlags
+	cmd := &cobra.Command{
+		Use:   "perf TEST SRC DST [flags]",
+		Short: "Run a perftest-style RDMA test between two NIC hosts of a lab that is up",
+		Long: `perf runs one of perftest's tests between the emulated RNICs of two hosts of a
+lab brought up with --hosts nic, and prints perftest's banner and result table:
+
+  write_bw read_bw send_bw      bandwidth (ib_write_bw, ib_read_bw, ib_send_bw)
+  write_lat read_lat send_lat   latency (ib_write_lat, ib_read_lat, ib_send_lat)
+
+SRC is the requester (perftest's client), DST the responder (its server);
+both are LAB/NODE, or NODE when one lab is up. emulab plays both of
+perftest's processes: it drives each host's emunic over its control socket
+(registering shared memory, creating CQs and QPs, posting work requests and
+polling completions), so the frames cross the lab's switches as real RoCEv2.
+
+After the run the destination memory is compared byte for byte with the
+source (read_bw: the requester's buffer with the responder's); a mismatch is
+an error (exit status 1).
+
+Latency samples are timed from the post to the completion as emulab sees
+them, so each includes the control socket's round trips.`,
+		Args: cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			fl.sizeSet = f.Changed("size")
+			fl.itersSet = f.Changed("iters")
+			fl.cqModSet = f.Changed("cq-mod")
+			fl.txSet = f.Changed("tx-depth")
+			if f.Changed("out_json_file") && !f.Changed("out_json") {
+				fl.outJSON, _ = f.GetString("out_json_file")
+			}
+			return runPerf(cmd.OutOrStdout(), args, &fl)
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
+	f.IntVarP(&fl.size, "size", "s", perfDefSizeBW, "message size in bytes (default 65536 for bandwidth, 2 for latency)")
+	f.BoolVarP(&fl.all, "all", "a", false, "run every size from 2 to 2^23 bytes")
+	f.IntVarP(&fl.iters, "iters", "n", perfDefIters, "messages per size (per QP)")
+	f.IntVarP(&fl.duration, "duration", "D", 0, "run for `SECONDS` instead of a number of messages")
+	f.IntVarP(&fl.qps, "qp", "q", 1, "queue pairs, run at once (bandwidth tests)")
+	f.IntVarP(&fl.cqMod, "cq-mod", "Q", perfDefCQMod, "signal one work request in this many (CQ moderation; at most the TX depth)")
+	f.IntVarP(&fl.txDepth, "tx-depth", "t", perfDefTxBW, "send work requests in flight per QP (default 128; 1 for latency)")
+	f.IntVarP(&fl.mtu, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default the ports' active MTU)")
+	f.BoolVarP(&fl.noPeak, "noPeak", "N", false, "do not measure the peak bandwidth")
+	f.IntVarP(&fl.sl, "sl", "S", 0, "service level")
+	f.IntVarP(&fl.tos, "tos", "T", -1, "IP traffic class (DSCP<<2 | ECN); default the NIC's RoCE DSCP (26: priority 3)")
+	f.IntVarP(&fl.timeout, "qp-timeout", "u", 0, "local ACK timeout: 4.096 us x 2^`U` (default the NIC's, 14: 67 ms)")
+	f.BoolVar(&fl.gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MiB/sec")
+	f.StringVar(&fl.outJSON, "out_json", "", "also write the results as JSON to `FILE`")
+	f.String("out_json_file", "", "the same as --out_json (perftest's spelling)")
+	rootCmd.AddCommand(cmd)
+}
+
+func runPerf(out io.Writer, args []string, fl *perfFlags) error {
+	test, err := lookupPerfTest(args[0])
+	if err != nil {
+		return err
+	}
+	plan, err := fl.plan(test)
+	if err != nil {
+		return err
+	}
+	src, err := lab.ResolveNIC(fl.stateDir, args[1])
+	if err != nil {
+		return fmt.Errorf("SRC %s: %w", args[1], err)
+	}
+	dst, err := lab.ResolveNIC(fl.stateDir, args[2])
+	if err != nil {
+		return fmt.Errorf("DST %s: %w", args[2], err)
+	}
+	if src.Lab != dst.Lab {
+		return fmt.Errorf("SRC %s and DST %s are in different labs (%s, %s)", args[1], args[2], src.Lab, dst.Lab)
+	}
+	if src.Node == dst.Node {
+		return fmt.Errorf("SRC and DST are the same host (%s): perf runs between two hosts", src.Node)
+	}
+	return runPerfPlan(out, plan, src, dst)
+}
+
+// perfOutcome is a run's results, for the JSON file and for tests.
+type perfOutcome struct {
+	bw  []bwRow
+	lat []latStats
+}
+
+func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
+	status, err := nicStatus(src)
+	if err != nil {
+		return err
+	}
+	if _, err := nicStatus(dst); err != nil {
+		return err
+	}
+	bufSize := 0
+	for _, s := range plan.sizes {
+		bufSize = max(bufSize, s)
+	}
+	conns, err := openPerfConns(src.Control, dst.Control, plan.qps, perfPairConfig{
+		BufSize: bufSize, Depth: plan.depth, MTU: plan.mtu, TC: plan.tc, SL: plan.sl, Timeout: plan.timeout})
+	if err != nil {
+		return fmt.Errorf("setting up %s -> %s: %w", src.Node, dst.Node, err)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.close()
+		}
+	}()
+	mtu := status.PortMTU
+	if plan.mtu > 0 {
+		mtu = min(mtu, plan.mtu)
+	}
+	if dm := conns[0].pair.BQP.MTU; dm > 0 {
+		mtu = min(mtu, dm)
+	}
+	b := perfBanner{Title: plan.test.title(), Device: "emu_" + status.Port + " (" + src.Node + ")", QPs: plan.qps,
+		Depth: plan.depth, CQMod: plan.cqMod, MTU: mtu, SL: plan.sl, Remotes: plan.test.remote}
+	for _, c := range conns {
+		p := c.pair
+		b.Local = append(b.Local, perfSide{QPN: p.AQP.QPN, PSN: p.AQP.PSN, RKey: p.AMR.RKey, VAddr: p.AMR.Addr, GID: p.AQP.GID})
+		b.Remote = append(b.Remote, perfSide{QPN: p.BQP.QPN, PSN: p.BQP.PSN, RKey: p.BMR.RKey, VAddr: p.BMR.Addr, GID: p.BQP.GID})
+	}
+	writeBanner(out, b)
+
+	oc, runErr := perfMeasure(out, plan, conns)
+	if plan.outJSON != "" && (len(oc.bw) > 0 || len(oc.lat) > 0) {
+		info := perfJSONInfo{Test: plan.test.title(), Device: "emu_" + status.Port, NumberOfQPs: plan.qps,
+			ConnectionType: "RC", TXDepth: plan.depth, CQModeration: plan.cqMod, Mtu: mtu, LinkType: "Ethernet",
+			DataExMethod: "emunic control sockets", Src: src.Lab + "/" + src.Node, Dst: dst.Lab + "/" + dst.Node}
+		var results []any
+		for _, r := range oc.bw {
+			results = append(results, bwResultJSON(r, plan.gbits))
+		}
+		for _, s := range oc.lat {
+			results = append(results, latResultJSON(s, plan.duration > 0))
+		}
+		if !plan.test.lat {
+			info.BWUnit = "MiB/sec"
+			if plan.gbits {
+				info.BWUnit = "Gb/sec"
+			}
+		}
+		if err := writePerfJSONFile(plan.outJSON, info, results); err != nil {
+			return fmt.Errorf("--out_json %s: %w", plan.outJSON, err)
+		}
+	}
+	return runErr
+}
+
+func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := writePerfJSON(f, info, results); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// perfMeasure runs every size, prints each row as it completes and
+// checks the destination memory after each.
+func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutcome, err error) {
+	op := plan.test.op
+	dur := time.Duration(plan.duration) * time.Second
+	if plan.test.lat {
+		writeLatHeader(out, plan.duration > 0)
+	} else {
+		writeBWHeader(out, plan.gbits)
+	}
+	defer func() {
+		if err != nil {
+			fmt.Fprintln(out, perfLine)
+		}
+	}()
+	for _, size := range plan.sizes {
+		prepareBuffers(conns, op, size)
+		if plan.test.lat {
+			samples, wall, err := runLatency(conns[0].pair, plan, size, dur)
+			if err != nil {
+				return oc, fmt.Errorf("%s %d bytes: %w", plan.test.name, size, err)
+			}
+			st := newLatStats(size, samples, wall)
+			verr := verifyBuffers(conns, op, size)
+			st.Verified = verr == nil
+			writeLatRow(out, st, plan.duration > 0)
+			oc.lat = append(oc.lat, st)
+			if verr != nil {
+				return oc, fmt.Errorf("data check after %s of %d bytes failed: %w", plan.test.name, size, verr)
+			}
+			continue
+		}
+		row, err := bwAggregate(conns, op, size, plan.iters, dur, plan.cqMod, plan.noPeak)
+		if err != nil {
+			return oc, fmt.Errorf("%s %d bytes: %w", plan.test.name, size, err)
+		}
+		verr := verifyBuffers(conns, op, size)
+		row.Verified = verr == nil
+		writeBWRow(out, row, plan.gbits)
+		oc.bw = append(oc.bw, row)
+		if verr != nil {
+			return oc, fmt.Errorf("data check after %s of %d bytes failed: %w", plan.test.name, size, verr)
+		}
+	}
+	fmt.Fprintln(out, perfLine)
+	fmt.Fprintf(out, " data check: the destination memory of every QP holds the source's bytes (%d size(s))\n", len(plan.sizes))
+	return oc, nil
+}
+
+// runLatency is the latency loop: nicd's Pair.Latency, in chunks until
+// the duration is up in duration mode.
+func runLatency(p *nicd.Pair, plan *perfPlan, size int, dur time.Duration) ([]time.Duration, time.Duration, error) {
+	start := time.Now()
+	if dur == 0 {
+		r, err := p.Latency(plan.test.op, size, plan.iters)
+		return r.Samples, time.Since(start), err
+	}
+	var samples []time.Duration
+	for time.Since(start) < dur {
+		r, err := p.Latency(plan.test.op, size, 100)
+		samples = append(samples, r.Samples...)
+		if err != nil {
+			return samples, time.Since(start), err
+		}
+	}
+	return samples, time.Since(start), nil
+}
+
+// nicStatus asks a host's emunic for its status; a daemon that does not
+// answer, or whose link is not up, cannot run a test.
+func nicStatus(h lab.NICHost) (*nicd.Status, error) {
+	c, err := nicd.Dial(h.Control)
+	if err != nil {
+		return nil, fmt.Errorf("host %s: its emunic does not answer on %s: %w (is the lab up? `emulab status %s`)", h.Node, h.Control, err, h.Lab)
+	}
+	defer c.Close()
+	st, err := c.Status()
+	if err != nil {
+		return nil, fmt.Errorf("host %s: emunic status: %w", h.Node, err)
+	}
+	if st.Link != "up" {
+		return nil, fmt.Errorf("host %s: the NIC's link is %s", h.Node, st.Link)
+	}
+	return st, nil
+}

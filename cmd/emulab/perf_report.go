@@ -1,0 +1,359 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// What `emulab perf` prints, in perftest's layout (perftest_parameters.h
+// and perftest_resources.c): a banner framed by a line of 87 dashes, the
+// two sides' addresses, then the result table framed the same way. The
+// column headers, units and JSON keys are the interface users' scripts
+// parse, so they are perftest's exactly.
+
+const perfLine = "---------------------------------------------------------------------------------------"
+
+// Result table headers (RESULT_FMT, RESULT_FMT_G, RESULT_FMT_LAT,
+// RESULT_FMT_LAT_DUR). MiB = 2^20 bytes, Gb = 10^9 bits.
+const (
+	perfHeadBW       = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
+	perfHeadBWGbits  = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
+	perfHeadLat      = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"
+	perfHeadLatDur   = " #bytes        #iterations       t_avg[usec]    tps average"
+	perfRowBW        = " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n"
+	perfRowLat       = " %-7d %-10d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n"
+	perfRowLatDur    = " %-7d       %-10d           %-7.2f        %-7.2f\n"
+	perfBytesPerMiB  = 1 << 20
+	perfBytesPerGbit = 125_000_000
+)
+
+// bwRow is one size's bandwidth result. Rates are bytes per second.
+type bwRow struct {
+	Size     int
+	Iters    uint64
+	Peak     float64 // 0: not measured (-N, or duration mode as perftest)
+	Average  float64
+	MsgRate  float64 // messages per second
+	Verified bool
+}
+
+// bwUnit converts bytes/s to the table's unit.
+func bwUnit(bps float64, gbits bool) float64 {
+	if gbits {
+		return bps / perfBytesPerGbit
+	}
+	return bps / perfBytesPerMiB
+}
+
+func writeBWHeader(w io.Writer, gbits bool) {
+	fmt.Fprintln(w, perfLine)
+	if gbits {
+		fmt.Fprintln(w, perfHeadBWGbits)
+	} else {
+		fmt.Fprintln(w, perfHeadBW)
+	}
+}
+
+func writeBWRow(w io.Writer, r bwRow, gbits bool) {
+	fmt.Fprintf(w, perfRowBW, r.Size, r.Iters, bwUnit(r.Peak, gbits), bwUnit(r.Average, gbits), r.MsgRate/1e6)
+}
+
+// latStats are perftest's latency statistics of one size, in
+// microseconds. Typical is the median; the percentiles are by nearest
+// rank over the sorted samples, as perftest indexes its sorted array.
+type latStats struct {
+	Size    int
+	Iters   int
+	Min     float64
+	Max     float64
+	Typical float64
+	Avg     float64
+	Stdev   float64
+	P99     float64
+	P999    float64
+	TPS     float64 // transactions per second (duration mode)
+	// Verified: the destination held the source's bytes after the run.
+	Verified bool
+}
+
+func newLatStats(size int, samples []time.Duration, wall time.Duration) latStats {
+	st := latStats{Size: size, Iters: len(samples)}
+	if len(samples) == 0 {
+		return st
+	}
+	us := make([]float64, len(samples))
+	sum := 0.0
+	for i, s := range samples {
+		us[i] = float64(s) / float64(time.Microsecond)
+		sum += us[i]
+	}
+	slices.Sort(us)
+	n := float64(len(us))
+	st.Min, st.Max = us[0], us[len(us)-1]
+	st.Avg = sum / n
+	st.Typical = us[len(us)/2]
+	var ss float64
+	for _, v := range us {
+		ss += (v - st.Avg) * (v - st.Avg)
+	}
+	st.Stdev = math.Sqrt(ss / n)
+	rank := func(p float64) float64 {
+		k := int(math.Ceil(p/100*n-1e-9)) - 1 // 0.999*1000 is 999.0000000000001
+		return us[min(max(k, 0), len(us)-1)]
+	}
+	st.P99, st.P999 = rank(99), rank(99.9)
+	if wall > 0 {
+		st.TPS = n / wall.Seconds()
+	}
+	return st
+}
+
+func writeLatHeader(w io.Writer, duration bool) {
+	fmt.Fprintln(w, perfLine)
+	if duration {
+		fmt.Fprintln(w, perfHeadLatDur)
+	} else {
+		fmt.Fprintln(w, perfHeadLat)
+	}
+}
+
+func writeLatRow(w io.Writer, s latStats, duration bool) {
+	if duration {
+		fmt.Fprintf(w, perfRowLatDur, s.Size, s.Iters, s.Avg, s.TPS)
+		return
+	}
+	fmt.Fprintf(w, perfRowLat, s.Size, s.Iters, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999)
+}
+
+// perfSide is one side's address line: what perftest exchanges.
+type perfSide struct {
+	QPN, PSN uint32
+	RKey     uint32
+	VAddr    uint64
+	GID      string // "::ffff:10.0.0.1"
+}
+
+// gidDecimal prints a GID's 16 bytes as perftest does on RoCE: two-digit
+// decimal bytes joined by colons (so an IPv4-mapped GID ends
+// ":255:255:10:00:00:01").
+func gidDecimal(gid string) string {
+	a, err := netip.ParseAddr(gid)
+	if err != nil {
+		return gid
+	}
+	b := a.As16()
+	parts := make([]string, 16)
+	for i, x := range b {
+		parts[i] = fmt.Sprintf("%02d", x)
+	}
+	return strings.Join(parts, ":")
+}
+
+// perfBanner is the banner's content.
+type perfBanner struct {
+	Title   string
+	Device  string
+	QPs     int
+	Depth   int
+	CQMod   int
+	MTU     int
+	SL      uint8
+	Local   []perfSide
+	Remote  []perfSide
+	Remotes bool // print RKey/VAddr (write and read)
+}
+
+func writeBanner(w io.Writer, b perfBanner) {
+	fmt.Fprintln(w, perfLine)
+	pad := max(0, (len(perfLine)-len(b.Title))/2)
+	fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", pad), b.Title)
+	kv := func(k1, v1, k2, v2 string) {
+		if k2 == "" {
+			fmt.Fprintf(w, " %-16s: %s\n", k1, v1)
+			return
+		}
+		fmt.Fprintf(w, " %-16s: %-8s\t\t%-15s: %s\n", k1, v1, k2, v2)
+	}
+	kv("Dual-port", "OFF", "Device", b.Device)
+	kv("Number of qps", fmt.Sprint(b.QPs), "Transport type", "IB")
+	kv("Connection type", "RC", "Using SRQ", "OFF")
+	kv("PCIe relax order", "OFF", "Lock-free", "OFF")
+	kv("TX depth", fmt.Sprint(b.Depth), "", "")
+	kv("CQ Moderation", fmt.Sprint(b.CQMod), "", "")
+	kv("Mtu", fmt.Sprintf("%d[B]", b.MTU), "", "")
+	kv("Link type", "Ethernet", "", "")
+	kv("GID index", "0", "", "")
+	kv("Max inline data", "0[B]", "", "")
+	kv("rdma_cm QPs", "OFF", "", "")
+	kv("Data ex. method", "emunic control sockets", "", "")
+	fmt.Fprintln(w, perfLine)
+	line := func(who string, s perfSide) {
+		fmt.Fprintf(w, " %s address: LID 0x%04x QPN 0x%04x PSN 0x%06x", who, 0, s.QPN, s.PSN)
+		if b.Remotes {
+			fmt.Fprintf(w, " RKey 0x%06x VAddr 0x%016x", s.RKey, s.VAddr)
+		}
+		fmt.Fprintf(w, "\n GID: %s\n", gidDecimal(s.GID))
+	}
+	for i := range b.Local {
+		line("local", b.Local[i])
+		line("remote", b.Remote[i])
+	}
+}
+
+// perfJSON is --out_json's document: perftest's "test_info" and
+// "results" objects. With -a, "results" is a list of one object per size.
+type perfJSON struct {
+	TestInfo perfJSONInfo `json:"test_info"`
+	Results  any          `json:"results"`
+}
+
+type perfJSONInfo struct {
+	Test           string `json:"test"`
+	Device         string `json:"Device"`
+	NumberOfQPs    int    `json:"Number_of_qps"`
+	ConnectionType string `json:"Connection_type"`
+	TXDepth        int    `json:"TX_depth"`
+	CQModeration   int    `json:"CQ_Moderation"`
+	Mtu            int    `json:"Mtu"`
+	LinkType       string `json:"Link_type"`
+	DataExMethod   string `json:"Data_ex_method"`
+	// BWUnit is the unit of BW_peak and BW_average (the table's).
+	BWUnit string `json:"BW_unit,omitempty"`
+	Src    string `json:"src"`
+	Dst    string `json:"dst"`
+}
+
+type bwJSON struct {
+	MsgSize     int     `json:"MsgSize"`
+	NIterations uint64  `json:"n_iterations"`
+	BWPeak      float64 `json:"BW_peak"`
+	BWAverage   float64 `json:"BW_average"`
+	MsgRate     float64 `json:"MsgRate"`
+	Verified    bool    `json:"data_verified"`
+}
+
+type latJSON struct {
+	MsgSize     int      `json:"MsgSize"`
+	NIterations int      `json:"n_iterations"`
+	TMin        *float64 `json:"t_min,omitempty"`
+	TMax        *float64 `json:"t_max,omitempty"`
+	TTypical    *float64 `json:"t_typical,omitempty"`
+	TAvg        float64  `json:"t_avg"`
+	TStdev      *float64 `json:"t_stdev,omitempty"`
+	P99         *float64 `json:"percentile_99,omitempty"`
+	P999        *float64 `json:"percentile_99.9,omitempty"`
+	TPS         *float64 `json:"tps_average,omitempty"`
+	Verified    bool     `json:"data_verified"`
+}
+
+// round2 and round6 are the table's values: the JSON says exactly what
+// the table prints (printf's rounding of the binary value, which
+// math.Round(v*100)/100 does not always match).
+func round2(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', 2, 64), 64)
+	return r
+}
+func round6(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'f', 6, 64), 64)
+	return r
+}
+
+func bwResultJSON(r bwRow, gbits bool) bwJSON {
+	return bwJSON{MsgSize: r.Size, NIterations: r.Iters, BWPeak: round2(bwUnit(r.Peak, gbits)),
+		BWAverage: round2(bwUnit(r.Average, gbits)), MsgRate: round6(r.MsgRate / 1e6), Verified: r.Verified}
+}
+
+func latResultJSON(s latStats, duration bool) latJSON {
+	p := func(v float64) *float64 { v = round2(v); return &v }
+	j := latJSON{MsgSize: s.Size, NIterations: s.Iters, TAvg: round2(s.Avg), Verified: s.Verified}
+	if duration {
+		j.TPS = p(s.TPS)
+		return j
+	}
+	j.TMin, j.TMax, j.TTypical, j.TStdev = p(s.Min), p(s.Max), p(s.Typical), p(s.Stdev)
+	j.P99, j.P999 = p(s.P99), p(s.P999)
+	return j
+}
+
+// writePerfJSON writes the document; results holds bwJSON or latJSON
+// values, one per size.
+func writePerfJSON(w io.Writer, info perfJSONInfo, results []any) error {
+	doc := perfJSON{TestInfo: info}
+	if len(results) == 1 {
+		doc.Results = results[0]
+	} else {
+		doc.Results = results
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// peakRate is perftest's BW peak over a run's progress samples: the
+// highest rate over any stretch of the run that moved at least window
+// bytes (perftest takes the best tx-depth-long stretch of its per-message
+// timestamps; the control socket reports completions in batches, so a
+// stretch here spans whole batches). Samples are in time order with
+// cumulative bytes; 0 if no stretch is long enough or takes no time.
+func peakRate(samples []perfSample, window uint64) float64 {
+	best := 0.0
+	i := 0
+	for j := 1; j < len(samples); j++ {
+		// Move i as far right as the stretch i..j still moves window bytes.
+		for i+1 < j && samples[j].bytes-samples[i+1].bytes >= window {
+			i++
+		}
+		moved := samples[j].bytes - samples[i].bytes
+		dt := samples[j].at.Sub(samples[i].at)
+		if moved < window || dt <= 0 {
+			continue
+		}
+		best = max(best, float64(moved)/dt.Seconds())
+	}
+	return best
+}
+
+// perfSample is cumulative bytes completed at a time.
+type perfSample struct {
+	at    time.Time
+	bytes uint64
+}
+
+// mergeSamples merges several QPs' cumulative samples into the total's:
+// at each sample of any QP, the sum of every QP's latest count.
+func mergeSamples(per [][]perfSample) []perfSample {
+	type ev struct {
+		at    time.Time
+		delta uint64
+	}
+	var evs []ev
+	for _, s := range per {
+		var last uint64
+		for _, x := range s {
+			evs = append(evs, ev{x.at, x.bytes - last})
+			last = x.bytes
+		}
+	}
+	slices.SortStableFunc(evs, func(a, b ev) int { return a.at.Compare(b.at) })
+	out := make([]perfSample, 0, len(evs))
+	var total uint64
+	for _, e := range evs {
+		total += e.delta
+		if n := len(out); n > 0 && out[n-1].at.Equal(e.at) {
+			out[n-1].bytes = total
+			continue
+		}
+		out = append(out, perfSample{e.at, total})
+	}
+	return out
+}
