@@ -75,7 +75,7 @@ func BuildFromSource(say func(string, ...any)) (string, error) {
 			return "", fmt.Errorf("building the daemons from source: the go command is neither on PATH nor in %s", runtime.GOROOT())
 		}
 	}
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
 	}
@@ -97,9 +97,9 @@ func BuildFromSource(say func(string, ...any)) (string, error) {
 	return dir, nil
 }
 
-// moduleRoot walks up from the working directory to the go.mod of this
-// module.
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory to the go.mod of this
+// module: the checkout emulab runs from under `go run`.
+func ModuleRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err

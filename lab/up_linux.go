@@ -105,7 +105,7 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	// afresh, so they match the emulab that runs them).
 	if opt.BinDir == "" {
 		if _, err := FindBinary(SwitchBinary, ""); errors.Is(err, ErrBinaryNotFound) {
-			if _, rerr := moduleRoot(); rerr == nil {
+			if _, rerr := ModuleRoot(); rerr == nil {
 				dir, berr := BuildFromSource(say)
 				if berr != nil {
 					return nil, berr

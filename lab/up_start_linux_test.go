@@ -87,6 +87,9 @@ func TestUpStartHelper(t *testing.T) {
 			t.Errorf("sw1 ports %+v, %v", ports, err)
 		}
 	})
+	if l == nil {
+		return // the subtest failed before the lab was up; it said why
+	}
 	// The subtest's cleanup took the lab down.
 	for _, ns := range []string{"sw1", "h1", "h2"} {
 		if NamespaceExists(NamespacePrefix + spec.Name + "-" + ns) {
@@ -98,10 +101,14 @@ func TestUpStartHelper(t *testing.T) {
 			t.Errorf("socket %s left", s)
 		}
 	}
+	p := l.Proc("sw1")
+	if p == nil {
+		t.Fatal("no daemon recorded for sw1")
+	}
 	select {
-	case <-l.Proc("sw1").Done(): // exited and reaped
+	case <-p.Done(): // exited and reaped
 	default:
-		t.Errorf("emuswitch pid %d still runs", l.Proc("sw1").Pid)
+		t.Errorf("emuswitch pid %d still runs", p.Pid)
 	}
 }
 

@@ -16,11 +16,18 @@ import (
 var rootCmd = &cobra.Command{
 	Use:   "emulab",
 	Short: "RoCEv2 and InfiniBand fabric emulator: frames, simulation, labs",
-	Long: `emulab drives the emufabric emulator.
+	Long: `emulab drives the emufabric emulator: RoCEv2 and InfiniBand fabrics whose
+every frame is real bytes, in a deterministic simulator or as a real lab of
+network namespaces.
 
-  emulab frames -o zoo.pcapng     write one frame of every kind the emulator encodes
-  emulab decode zoo.pcapng        print every frame's headers as JSON, one object per line
-  emulab sim examples/incast.yaml run a lab file in the deterministic simulator`,
+  emulab demo                       bring the two-hosts lab up, run traffic, take it down (root)
+  emulab up examples/two-hosts.yaml a lab in namespaces: emuswitch, emunic, TAPs (root)
+  emulab perf write_bw h1 h2        perftest-style RDMA between two hosts of a lab that is up
+  emulab capture sw1:p1 -w -        live pcapng, with what the switch decided per frame
+  emulab sim examples/incast.yaml   the same kind of file in the deterministic simulator
+  emulab ib nodes examples/ib-fat-tree.yaml  the subnet manager's sweep of an IB lab
+  emulab frames -o zoo.pcapng       one frame of every kind the emulator encodes
+  emulab decode zoo.pcapng          every frame's headers as JSON, one object per line`,
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }

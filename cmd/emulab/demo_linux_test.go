@@ -1,0 +1,57 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDemo runs `emulab demo` as the README's quick start does: the lab
+// comes up, every step runs and checks what it moved, and the lab is gone
+// afterwards.
+func TestDemo(t *testing.T) {
+	e := newUpEnv(t)
+	if !e.hasNIC {
+		t.Skip("cmd/emunic is not in this module")
+	}
+	needTool(t, "ping")
+	needTool(t, "iperf3")
+	l := e.lab(t, "testdata/up/two-hosts.yaml")
+	out, stderr, code := e.run(t, "demo", "--bin-dir", e.bin, "-n", "200", "--iperf-time", "1s", l.file)
+	if code != 0 {
+		t.Fatalf("demo exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"== 1. up ", "lab " + l.name + " is up",
+		"3 packets transmitted, 3 received",
+		"RDMA_Write BW Test", "RDMA_Read BW Test", "RDMA_Write Latency Test",
+		"data check: the destination memory",
+		"receiver", // iperf3's summary line
+		"emulab stats sw1",
+		"lab " + l.name + " is down",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "data check: the destination memory"); n != 3 {
+		t.Errorf("%d data checks, want 3 (write_bw, read_bw, write_lat)", n)
+	}
+	e.checkGone(t, l, nil)
+
+	// --keep leaves it up for exploring, and says how to take it down.
+	out, stderr, code = e.run(t, "demo", "--bin-dir", e.bin, "-n", "50", "--iperf-time", "0", "--keep", l.file)
+	if code != 0 || !strings.Contains(out, "the lab is still up (--keep)") || !strings.Contains(out, "emulab down --state-dir") {
+		t.Fatalf("demo --keep exited %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	st := e.mustRun(t, "status", l.name)
+	if !strings.Contains(st, l.name) {
+		t.Errorf("status after --keep:\n%s", st)
+	}
+	e.down(t, l, nil)
+
+	// Not a lab demo can run: an error, nothing created.
+	_, stderr, code = e.run(t, "demo", "--bin-dir", e.bin, "../../examples/ib-two-hosts.yaml")
+	if code == 0 || !strings.Contains(stderr, "demo runs RoCE labs") {
+		t.Errorf("demo of an IB lab: exit %d, %s", code, stderr)
+	}
+}
