@@ -39,12 +39,11 @@ import (
 var DialTimeout = 30 * time.Second
 
 // txQueue is a socket transport's writer queue. When the peer (or the
-// machine) cannot keep up with the emulated port, frames beyond it are
-// dropped and counted (transport_tx_queue_drop). Back-pressure (stalling
-// the loop) would be lossless for one daemon but can deadlock two
-// switches that fill each other's sockets in both directions, each loop
-// waiting for the other to read; a drop is visible in the counters, a
-// deadlock is not. TAP ports are written by the loop itself (see
+// machine) cannot keep up with the emulated port, the engine's transmitter
+// for the port is held before the queue fills (txhold.go), so frames wait
+// in the switch's egress queues under PFC and ECN instead of being
+// dropped; a frame that still finds the queue full is dropped and counted
+// (transport_tx_queue_drop). TAP ports are written by the loop itself (see
 // swPort.direct): a TAP write never blocks.
 const txQueue = 1024
 
@@ -141,7 +140,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 
 	d.clk = rt.NewClock(opts.Dilation)
 	d.loop = rt.NewLoop(d.clk)
-	d.loop.SetAfterEvent(d.flushTAPs)
+	d.loop.SetAfterEvent(d.afterEvent)
 	d.sw, err = switchcore.New(cfg, d.clk, d.loop.Pool())
 	if err != nil {
 		return nil, fmt.Errorf("--node %s: %w", opts.Node, err)
@@ -463,6 +462,7 @@ func (d *Daemon) waitGone(p *swPort, tp *rt.Port) bool {
 		if p.tr == tp {
 			p.trBase.add(&tp.Counters)
 			p.tr = nil
+			p.resetHold()
 			p.connected = false
 			p.syncUp()
 		}
@@ -492,6 +492,7 @@ func (d *Daemon) attachLoop(p *swPort, link rt.Link) (*rt.Port, error) {
 		return nil, err
 	}
 	p.tr = tp
+	p.resetHold()
 	p.direct = p.bind.Kind == TAPLink
 	p.connected = true
 	p.syncUp()

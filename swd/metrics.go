@@ -93,6 +93,7 @@ func (d *Daemon) metricsText() []byte {
 		ctr("emu_link_not_connected_dropped_packets_total", "Frames for a port whose peer was not connected.", p.st.NotConnected)
 		t := p.transport()
 		ctr("emu_transport_tx_queue_dropped_packets_total", "Frames dropped because the transport writer's queue was full.", t.TxQueueDrops)
+		ctr("emu_transport_tx_holds_total", "Times the port's transmitter was held because the transport writer fell behind (frames waited in the egress queues).", p.hold.holds)
 		ctr("emu_capture_dropped_records_total", "Capture records a slow capture client lost.", p.st.CaptureDrops)
 		for prio := range switchcore.NumPriorities {
 			pc := &c.Prio[prio]

@@ -51,7 +51,8 @@ type swPort struct {
 	out *delayLine // switch -> peer
 	in  *delayLine // peer -> switch, TAP ports only
 
-	st portStats
+	st   portStats
+	hold txHold // back-pressure from a socket transport (txhold.go)
 	// trBase accumulates the transport counters of transports that went
 	// away (a reconnecting seqpacket peer), so totals never go back.
 	trBase trStats
@@ -165,7 +166,7 @@ func (p *swPort) toPeer(f *frame.Frame, _, _ clock.Time) {
 		f.Put()
 		return
 	}
-	p.tr.Transmit(f)
+	p.sendTransport(f)
 }
 
 // deliver is the transport's Deliver: a batch arrived from the peer.

@@ -36,6 +36,9 @@ func (s *Switch) tryTx(p *port) {
 			s.transmit(p, f, now, false)
 			continue
 		}
+		if p.txHeld {
+			return // HoldTx(false) calls tryTx again
+		}
 		if s.cfg.Fabric == FabricIB {
 			if !s.ibTx(p, now) {
 				return

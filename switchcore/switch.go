@@ -50,6 +50,7 @@ type port struct {
 	txTimer   clock.Timer
 	ctFrame   *frame.Frame // the frame that may start before its tail arrived (cut-through)
 	inTx      bool         // tryTx is running (a release inside it may queue an XON on p)
+	txHeld    bool         // HoldTx: the driver's transport cannot take more data frames
 
 	// Received PFC, per egress queue.
 	pausedUntil [NumPriorities]clock.Time
@@ -225,6 +226,24 @@ func (s *Switch) SetPortUp(port int, up bool) {
 		f.Put()
 	}
 	p.txTimer.Stop()
+}
+
+// HoldTx stops (hold) or resumes port's transmitter for data frames;
+// control frames (PFC, IB flow control, VL15) still go. A real-time
+// driver holds a port whose transport (a socket between processes) has
+// fallen behind the emulated link rate: the frames wait in the port's
+// egress queues, where buffer accounting, PFC and ECN see them, exactly as
+// behind a slower link, instead of being dropped in the driver. The
+// simulator never holds a port.
+func (s *Switch) HoldTx(port int, hold bool) {
+	p := &s.ports[port]
+	if p.txHeld == hold {
+		return
+	}
+	p.txHeld = hold
+	if !hold {
+		s.tryTx(p)
+	}
 }
 
 // Counters returns the port's counters, with pause durations brought up to

@@ -1,0 +1,119 @@
+package swd
+
+import (
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+)
+
+// Egress back-pressure from a socket transport.
+//
+// The engine serializes at the emulated link rate, which may be faster
+// than the machine moves frames between processes (a 100 Gb/s port on a
+// laptop), and the real-time clock replays late timers in bursts. A frame
+// the transport's writer cannot queue is lost, and a loss on a lossless
+// priority is exactly what the lab must never show. So when a port's
+// writer holds more than holdHigh frames the daemon holds the engine's
+// transmitter for that port (switchcore.HoldTx: control frames still go)
+// until the writer has drained below holdLow. The frames wait in the
+// port's egress queues, where the engine's buffer accounting sends PFC
+// and marks ECN, as behind a slower link. The loop itself never blocks: it
+// keeps reading every port, so two switches that fill each other's
+// sockets both ways still drain each other (a blocked loop could
+// deadlock them).
+const (
+	holdHigh = txQueue * 3 / 4
+	holdLow  = txQueue / 4
+	// holdPollWall is the wall time between checks while held; the loop
+	// also re-checks after every event it runs anyway (afterEvent).
+	holdPollWall = 20 * clock.Microsecond
+)
+
+// txHold is one port's back-pressure state. Loop goroutine only.
+type txHold struct {
+	sent  uint64 // frames handed to the current transport
+	base  uint64 // the transport's finished count when it was attached
+	held  bool
+	holds uint64 // times the port was held (counter transport_tx_hold)
+	timer clock.Timer
+}
+
+// inflight is the number of frames handed to the transport that its
+// writer has not finished with (written, dropped or failed).
+func (p *swPort) inflight() uint64 {
+	c := &p.tr.Counters
+	done := c.TxFrames.Load() + c.TxQueueDrops.Load() + c.TxErrors.Load() - p.hold.base
+	if done >= p.hold.sent {
+		return 0
+	}
+	return p.hold.sent - done
+}
+
+// sendTransport hands f to the socket transport and holds the engine's
+// transmitter when the writer falls behind.
+func (p *swPort) sendTransport(f *frame.Frame) {
+	p.tr.Transmit(f)
+	h := &p.hold
+	h.sent++
+	if !h.held && p.inflight() >= holdHigh {
+		h.held = true
+		h.holds++
+		p.d.sw.HoldTx(p.idx, true)
+		p.armHoldPoll()
+	}
+}
+
+func (p *swPort) armHoldPoll() {
+	d := p.d
+	if p.hold.timer == nil {
+		p.hold.timer = d.clk.NewTimer(p.checkHold)
+	}
+	poll := max(holdPollWall/clock.Time(max(d.clk.Dilation(), 1)), clock.Nanosecond)
+	p.hold.timer.Reset(d.clk.Now() + poll)
+}
+
+// checkHold releases a held port once its writer has drained.
+func (p *swPort) checkHold() {
+	h := &p.hold
+	if !h.held {
+		return
+	}
+	if p.tr != nil && p.inflight() > holdLow {
+		p.armHoldPoll()
+		return
+	}
+	p.releaseHold()
+}
+
+func (p *swPort) releaseHold() {
+	h := &p.hold
+	if h.timer != nil {
+		h.timer.Stop()
+	}
+	if h.held {
+		h.held = false
+		p.d.sw.HoldTx(p.idx, false)
+	}
+}
+
+// resetHold starts the accounting afresh for a new transport (or none).
+func (p *swPort) resetHold() {
+	p.releaseHold()
+	p.hold.sent = 0
+	p.hold.base = 0
+	if p.tr != nil {
+		c := &p.tr.Counters
+		p.hold.base = c.TxFrames.Load() + c.TxQueueDrops.Load() + c.TxErrors.Load()
+	}
+}
+
+// afterEvent runs after every event of the loop: the TAP trains are
+// written, and held ports are re-checked (runtime timers fire tens of
+// microseconds late, long enough for a writer to drain and idle a link).
+func (d *Daemon) afterEvent() {
+	d.flushTAPs()
+	for _, p := range d.ports {
+		if p.hold.held {
+			p.checkHold()
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package swd
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/emufabric/emufabric/rt"
+)
+
+// gatedLink is a transport whose writes block while the gate is shut: a
+// peer (or a machine) that cannot keep up with the emulated link rate.
+type gatedLink struct {
+	open   chan struct{}
+	closed chan struct{}
+	once   sync.Once
+	mu     sync.Mutex
+	frames [][]byte
+}
+
+func newGatedLink() *gatedLink {
+	return &gatedLink{open: make(chan struct{}), closed: make(chan struct{})}
+}
+
+func (g *gatedLink) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
+	<-g.closed
+	return 0, rt.ErrClosed
+}
+
+func (g *gatedLink) Write(bufs [][]byte, offset int) (int, error) {
+	select {
+	case <-g.open:
+	case <-g.closed:
+		return 0, rt.ErrClosed
+	}
+	g.mu.Lock()
+	for _, b := range bufs {
+		g.frames = append(g.frames, append([]byte(nil), b[offset:]...))
+	}
+	g.mu.Unlock()
+	return len(bufs), nil
+}
+
+func (g *gatedLink) BatchSize() int { return rt.DefaultBatchSize }
+
+func (g *gatedLink) Close() error {
+	g.once.Do(func() { close(g.closed) })
+	return nil
+}
+
+func (g *gatedLink) count() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.frames)
+}
+
+// TestBackPressureNoLoss: when a port's transport stops taking frames, its
+// writer queue fills; the daemon then holds the switch's transmitter for
+// that port instead of dropping, the frames wait in the egress queue of
+// the lossless priority, and once the transport moves again every frame
+// leaves, in order. Before the hold, everything past the writer's queue
+// (1024 frames) was dropped and counted as transport_tx_queue_drop.
+func TestBackPressureNoLoss(t *testing.T) {
+	td := startTestDaemon(t, false)
+	var err error
+	if td.link[0], err = rt.DialSeqpacket(td.d.opts.Ports[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	gl := newGatedLink()
+	p2 := td.d.ports[1]
+	attached := make(chan error, 1)
+	td.d.loop.Post(func() {
+		_, err := td.d.attachLoop(p2, gl)
+		attached <- err
+	})
+	if err := <-attached; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "ports up", func() bool {
+		var st StatusResponse
+		td.call(t, Request{Op: "status"}, &st)
+		return len(st.Ports) == 2 && st.Ports[0].Up && st.Ports[1].Up
+	})
+
+	const n = 3000 // 3 MB: the writer's queue and a part of the egress buffer
+	frames := make([][]byte, 0, 64)
+	for i := range n {
+		f := udpFrame(960, 26) // DSCP 26: priority 3, lossless
+		f[len(f)-1], f[len(f)-2] = byte(i), byte(i>>8)
+		frames = append(frames, f)
+		if len(frames) == cap(frames) || i == n-1 {
+			send(t, td.link[0], frames...)
+			frames = frames[:0]
+		}
+	}
+	waitFor(t, "the p1 peer's frames in", func() bool { return td.counters(t, "p1")["rx_prio3_packets"] == n })
+	c := td.counters(t, "p2")
+	if c["transport_tx_hold"] == 0 {
+		t.Fatalf("p2 was never held: %v", c)
+	}
+
+	close(gl.open)
+	waitFor(t, "every frame out", func() bool { return gl.count() == n })
+	gl.mu.Lock()
+	defer gl.mu.Unlock()
+	for i, g := range gl.frames {
+		if seq := int(g[len(g)-1]) | int(g[len(g)-2])<<8; seq != i {
+			t.Fatalf("frame %d carries sequence %d", i, seq)
+		}
+	}
+	c = td.counters(t, "p2")
+	for _, name := range []string{"transport_tx_queue_drop", "tx_prio3_discards", "link_queue_drop"} {
+		if c[name] != 0 {
+			t.Errorf("%s %d", name, c[name])
+		}
+	}
+	if c["tx_prio3_packets"] != n {
+		t.Errorf("tx_prio3_packets %d, want %d", c["tx_prio3_packets"], n)
+	}
+	// The frames waited in the switch's egress queue, where buffer
+	// accounting, PFC and ECN see them.
+	if c["queue3_watermark"] < 1_000_000 {
+		t.Errorf("queue3_watermark %d: the frames did not wait in the switch's queue", c["queue3_watermark"])
+	}
+	t.Logf("p2: %d hold(s), queue3 watermark %d B", c["transport_tx_hold"], c["queue3_watermark"])
+}
