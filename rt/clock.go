@@ -26,13 +26,14 @@ import (
 // engine's traffic. N = 1 (or 0) is real time.
 //
 // The clock's timers are driven by the Loop that owns it: one heap of
-// Timers and one runtime timer armed for the earliest of them. Timers are
+// Timers and one wall-clock alarm armed for the earliest of them. Timers are
 // not safe for concurrent use; they are armed and stopped only on the
 // Loop's goroutine (from engine code or functions passed to Loop.Post),
 // which is also where their callbacks run.
 //
-// Catching up. A runtime timer fires 50 us late on an idle machine and a
-// millisecond late on a loaded one, while an engine's timers are a frame
+// Catching up. The alarm behind the timers (an Alarm: a timerfd on Linux,
+// as a runtime timer fires a millisecond late) still wakes the loop tens
+// of microseconds late on an idle machine and more on a loaded one, while an engine's timers are a frame
 // time apart (1.2 us for 1500 bytes at 10 Gb/s). If a timer callback saw
 // the wall clock, every late wake-up would be lost to the link: a switch
 // port that starts its next frame at Now would run at a fraction of its
@@ -52,9 +53,9 @@ type Clock struct {
 	dilation int64
 
 	heap   timerHeap
-	wake   *time.Timer
-	wakeAt clock.Time // virtual time the runtime timer is armed for; Never if stopped
-	// fired is set while the runtime timer's arming was consumed by a fire,
+	wake   *Alarm     // the wall-clock alarm, while the Loop runs (start, stop)
+	wakeAt clock.Time // virtual time the alarm is armed for; Never if stopped
+	// fired is set while the alarm's arming was consumed by a fire,
 	// so arm must arm it again even for an unchanged earliest time.
 	fired bool
 	// dirty is set when a Timer was armed or stopped since the runtime
@@ -83,10 +84,7 @@ func NewClock(dilation int) *Clock {
 	if dilation < 1 {
 		dilation = 1
 	}
-	c := &Clock{epoch: time.Now(), dilation: int64(dilation), wakeAt: clock.Never, maxLag: DefaultMaxLag}
-	c.wake = time.NewTimer(time.Hour)
-	c.wake.Stop()
-	return c
+	return &Clock{epoch: time.Now(), dilation: int64(dilation), wakeAt: clock.Never, maxLag: DefaultMaxLag}
 }
 
 // Dilation is the factor N: wall time per unit of virtual time.
@@ -225,27 +223,31 @@ func (t *Timer) String() string {
 // timer is re-pointed once per loop event, by settle, not per Reset: an
 // engine re-arms a timer for every frame it sends (a port's serialization
 // timer, due a frame time later), and by the end of the event that time
-// has usually passed, so the timer runs there and the runtime timer is
-// never touched (no runtime timer operation, no extra loop wake-up per
+// has usually passed, so the timer runs there and the alarm is
+// never touched (no alarm operation, no extra loop wake-up per
 // frame).
 func (c *Clock) rearm() { c.dirty = true }
 
-// arm points the runtime timer at the earliest Timer. It only touches the
-// runtime timer when the earliest time changed.
+// arm points the alarm at the earliest Timer. Re-pointing a timerfd is a
+// system call, and the earliest time mostly moves later (a port's
+// serialization timer, pushed a frame time further for every frame): an
+// alarm armed for an earlier time is left alone, its early wake-up finds
+// nothing due and arms it then. So the alarm is only moved earlier, or
+// armed after it fired; it is never stopped (a wake-up with nothing due
+// is harmless).
 func (c *Clock) arm() {
 	c.dirty = false
+	if c.fired {
+		c.wakeAt, c.fired = clock.Never, false // a timerfd is one-shot
+	}
 	next := clock.Never
 	if len(c.heap.t) > 0 {
 		next = c.heap.t[0].at
 	}
-	if next == c.wakeAt && !c.fired {
+	if next >= c.wakeAt {
 		return
 	}
-	c.wakeAt, c.fired = next, false
-	if next == clock.Never {
-		c.wake.Stop()
-		return
-	}
+	c.wakeAt = next
 	c.wake.Reset(c.WallUntil(next))
 }
 
@@ -254,8 +256,8 @@ func (c *Clock) beginEvent() { c.inEvent, c.evValid = true, false }
 func (c *Clock) endEvent()   { c.inEvent = false }
 
 // settle runs after every loop event (and before the first): if timers
-// were armed or stopped, it runs those already due, as the runtime timer
-// would have a moment later, and points the runtime timer at the next.
+// were armed or stopped, it runs those already due, as the alarm
+// would have a moment later, and points the alarm at the next.
 func (c *Clock) settle() {
 	if !c.dirty {
 		return
@@ -269,10 +271,10 @@ func (c *Clock) settle() {
 const maxFiresPerPass = 4096
 
 // expire runs the callbacks of every timer due by now, earliest first
-// (ties in arming order), then re-arms the runtime timer. Called by the
-// Loop when the runtime timer fired.
+// (ties in arming order), then re-arms the alarm. Called by the
+// Loop when the alarm fired.
 func (c *Clock) expire() {
-	// The runtime timer fired: whatever it was armed for is consumed, so
+	// The alarm fired: whatever it was armed for is consumed, so
 	// arm must arm it again even for the same time.
 	c.fired = true
 	c.runDue()
@@ -296,5 +298,18 @@ func (c *Clock) runDue() {
 // pending is the number of armed timers.
 func (c *Clock) pending() int { return len(c.heap.t) }
 
-// stop releases the runtime timer.
-func (c *Clock) stop() { c.wake.Stop() }
+// start makes the alarm; the Loop calls it when Run begins, so a Clock
+// that never runs holds no descriptor or goroutine.
+func (c *Clock) start() {
+	if c.wake == nil {
+		c.wake = NewAlarm()
+	}
+}
+
+// stop releases the alarm when Run ends.
+func (c *Clock) stop() {
+	if c.wake != nil {
+		c.wake.Close()
+		c.wake = nil
+	}
+}

@@ -90,11 +90,13 @@ func (l *Loop) Run() {
 	l.started = true
 	l.mu.Unlock()
 	defer close(l.done)
+	l.clk.start()
 	defer l.clk.stop()
 	l.clk.settle() // timers armed before Run
+	wake := l.clk.wake.C
 	for {
 		select {
-		case <-l.clk.wake.C:
+		case <-wake:
 			l.clk.expire()
 		case b := <-l.rx:
 			l.clk.beginEvent()

@@ -5,7 +5,6 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/emufabric/emufabric/frame"
 )
@@ -296,8 +295,10 @@ func (p *Port) writePaced() {
 	bs := max(p.link.BatchSize(), 1)
 	pend := make([]*txBuf, 0, p.cfg.TxQueue)
 	bufs := make([][]byte, 0, p.cfg.TxQueue)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	// An Alarm, not a time.Timer: a frame due in microseconds must not
+	// wait for the runtime's millisecond sleep (see Alarm).
+	timer := NewAlarm()
+	defer timer.Close()
 	for {
 		if len(pend) == 0 {
 			select {

@@ -343,7 +343,7 @@ func (d *Daemon) link(req *Request) Response {
 	if req.Rate != "" {
 		p.rate = rate
 		p.out.setRate(rate)
-		if p.in != nil {
+		if p.in != nil && !p.nicPeer {
 			p.in.setRate(rate)
 		}
 	}

@@ -167,10 +167,20 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 				p.headBytes = switchcore.DefaultHeadBytes
 			}
 		}
-		p.both = p.bind != nil && p.bind.Kind == TAPLink
+		// The switch emulates the wire both ways where the other end does
+		// not: a TAP (the host's kernel) and an emunic, whose engine times
+		// its frames at the link rate but adds no propagation delay, loss
+		// or corruption. Between two emuswitches each end emulates its own
+		// egress.
+		p.nicPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindNIC
+		p.both = p.bind != nil && (p.bind.Kind == TAPLink || p.nicPeer)
 		p.out = newDelayLine(d.clk, rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: p.headBytes}, p.toPeer)
 		if p.both {
-			p.in = newDelayLine(d.clk, rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: d.headBytes}, p.fromPeer)
+			in := rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: d.headBytes}
+			if p.nicPeer {
+				in = rt.PacerConfig{Rate: unpaced, Delay: p.delay}
+			}
+			p.in = newDelayLine(d.clk, in, p.fromPeer)
 		}
 		d.ports = append(d.ports, p)
 		d.sw.Attach(i, p)

@@ -47,6 +47,11 @@ const maxWireQueue = 5 * clock.Millisecond
 // hold 1 ms of a 100 Gb/s wire at 1500 bytes.
 const delayLineLimit = 16384
 
+// unpaced is the rate of a wire that only delays (the ingress from an
+// emunic, which paced its frames itself): so fast that a frame's
+// serialization rounds to nothing and nothing ever queues on it.
+const unpaced = 1 << 62
+
 // delayLine is one direction of an emulated wire. Loop goroutine only.
 type delayLine struct {
 	clk   *rt.Clock

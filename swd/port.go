@@ -18,11 +18,19 @@ type swPort struct {
 	idx  int
 	name string
 	bind *PortBind // nil: the port is not bound (kept down)
-	// both is set when the daemon owns both ends of the wire (a TAP port:
-	// the host's side is the kernel), so the wire's delay, rate, loss and
-	// corruption also apply host -> switch. On links to other daemons each
-	// end emulates its own egress.
+	// both is set when the daemon emulates both directions of the wire (a
+	// TAP port, whose other side is the kernel, or a link to an emunic,
+	// which paces at the link rate but adds no delay, loss or corruption),
+	// so the wire's delay, rate, loss and corruption also apply host ->
+	// switch. On links to other emuswitches each end emulates its own
+	// egress.
 	both bool
+	// nicPeer is set when the other end is an emunic: its frames come
+	// paced at the link rate already (after the machine's scheduling, which
+	// may hold megabytes in the socket between the processes), so the
+	// ingress wire adds only delay, loss and corruption, and the frame's
+	// tail is timed from its release at the port speed (fromPeer).
+	nicPeer bool
 	// noFlood leaves the port out of broadcast/multicast flooding
 	// (--no-flood: outside the lab's spanning tree of switches).
 	noFlood bool
@@ -204,6 +212,14 @@ func (p *swPort) deliver(fs []*frame.Frame) {
 // fromPeer is the ingress wire's sink (TAP ports): the frame's head
 // reached the switch at release, its tail arrives at tail.
 func (p *swPort) fromPeer(f *frame.Frame, release, tail clock.Time) {
+	if p.nicPeer {
+		// As deliver does for a peer that emulated the wire itself: the
+		// release is the cut-through point, the tail still arriving.
+		tail = release
+		if hb := p.d.headBytes; hb > 0 && f.Len() > hb {
+			tail = release + clock.SerializationTime(f.Len()-hb, p.speed)
+		}
+	}
 	f.HeadAt, f.TailAt = release, max(tail, release)
 	p.ingress(f)
 }
