@@ -292,6 +292,10 @@ func TestE2ETwoEmunics(t *testing.T) {
 	if cnt.Transport["tap_gso_frames"] == 0 || cnt.Transport["tap_gso_segments"] == 0 {
 		t.Errorf("no TSO frames from the kernel: segmentation not exercised: %v", cnt.Transport)
 	}
+	// h2's NIC hands the kernel the TCP segments merged (receive offload).
+	if cnt2, err := c2.Counters(); err != nil || cnt2.Transport["tap_tx_gso_writes"] == 0 || cnt2.Transport["tap_tx_gso_segments"] == 0 {
+		t.Errorf("h2 wrote no merged TCP trains to its TAP: %v %v", err, cnt2)
+	}
 	if cnt.Ports[0].Counters["tx_prio0_packets"] == 0 || cnt.Ports[0].Counters["tx_packets_phy"] == 0 {
 		t.Errorf("kernel traffic did not go through the NIC's queues: %v", cnt.Ports[0].Counters)
 	}

@@ -127,6 +127,8 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		m["tap_tx_queue_drops"] = c.TxQueueDrops.Load()
 		m["tap_tx_errors"] = c.TxErrors.Load()
 		t := &d.tap.Counters
+		m["tap_tx_gso_writes"] = t.TxGSOWrites.Load()
+		m["tap_tx_gso_segments"] = t.TxGSOSegments.Load()
 		m["tap_gso_frames"] = t.GSOFrames.Load()
 		m["tap_gso_segments"] = t.Segments.Load()
 		m["tap_csum_completed"] = t.CsumPartial.Load()
