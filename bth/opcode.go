@@ -46,6 +46,7 @@ const (
 	UCWriteOnlyWithImmediate Opcode = 0x2B
 	UDSendOnly               Opcode = 0x64
 	UDSendOnlyWithImmediate  Opcode = 0x65
+	IBCNOpcode               Opcode = 0x80 // IB Congestion Notification (CN), IBA Annex A10
 	CNPOpcode                Opcode = 0x81 // RoCEv2 CNP, IBA Annex A17
 	opRCFlush                Opcode = 0x1C // newer IBA; not decoded
 	opRCAtomicWrite          Opcode = 0x1D // newer IBA; not decoded
@@ -272,5 +273,8 @@ var opTable = [256]OpInfo{
 	UDSendOnly:              {"UD_SEND_ONLY", TransportUD, Request | Send | Only | Payload | HasDETH, b0 + 8, [NumExt]uint8{ExtDETH: b0}},
 	UDSendOnlyWithImmediate: {"UD_SEND_ONLY_WITH_IMMEDIATE", TransportUD, Request | Send | Only | Payload | HasDETH | HasImmDt, b0 + 12, [NumExt]uint8{ExtDETH: b0, ExtImmDt: b0 + 8}},
 
-	CNPOpcode: {"CNP", TransportCNP, Notify | Only | HasCNP, b0 + 16, [NumExt]uint8{ExtCNP: b0}},
+	// An IB CN carries nothing after the BTH: BECN set, DestQP the QP whose
+	// packet arrived with FECN (Annex A10; Linux IB_OPCODE_CNP).
+	IBCNOpcode: {"CNP_IB", TransportCNP, Notify | Only, b0, [NumExt]uint8{}},
+	CNPOpcode:  {"CNP", TransportCNP, Notify | Only | HasCNP, b0 + 16, [NumExt]uint8{ExtCNP: b0}},
 }

@@ -82,8 +82,8 @@ func TestOpTable(t *testing.T) {
 			t.Errorf("%s: payload flag %v", info.Name, info.Flags.Has(Payload))
 		}
 	}
-	if valid != 38 {
-		t.Errorf("%d decodable opcodes, want 23 RC + 12 UC + 2 UD + CNP = 38", valid)
+	if valid != 39 {
+		t.Errorf("%d decodable opcodes, want 23 RC + 12 UC + 2 UD + CNP + IB CN = 39", valid)
 	}
 }
 
@@ -109,7 +109,7 @@ func TestOpcodeNames(t *testing.T) {
 		{0x29, "UC_RDMA_WRITE_LAST_WITH_IMMEDIATE"}, {0x2A, "UC_RDMA_WRITE_ONLY"},
 		{0x2B, "UC_RDMA_WRITE_ONLY_WITH_IMMEDIATE"}, {0x2C, "opcode(0x2c)"},
 		{0x64, "UD_SEND_ONLY"}, {0x65, "UD_SEND_ONLY_WITH_IMMEDIATE"}, {0x66, "opcode(0x66)"},
-		{0x80, "opcode(0x80)"}, {0x81, "CNP"},
+		{0x80, "CNP_IB"}, {0x81, "CNP"},
 	} {
 		if got := tc.op.String(); got != tc.name {
 			t.Errorf("0x%02x: %q, want %q", uint8(tc.op), got, tc.name)
@@ -127,7 +127,7 @@ func TestOpcodeReasons(t *testing.T) {
 		{0x15, wire.ReasonInvalid}, {0x18, wire.ReasonInvalid}, {0x1C, wire.ReasonUnsupported},
 		{0x1D, wire.ReasonUnsupported}, {0x1F, wire.ReasonInvalid}, {0x2C, wire.ReasonInvalid},
 		{0x40, wire.ReasonUnsupported}, {0x55, wire.ReasonUnsupported}, {0x60, wire.ReasonInvalid},
-		{0x66, wire.ReasonInvalid}, {0x80, wire.ReasonInvalid}, {0x82, wire.ReasonInvalid},
+		{0x66, wire.ReasonInvalid}, {0x82, wire.ReasonInvalid},
 		{0xA0, wire.ReasonUnsupported}, {0xB7, wire.ReasonUnsupported}, {0xC0, wire.ReasonInvalid},
 		{0xE0, wire.ReasonUnsupported}, {0xFF, wire.ReasonUnsupported},
 	} {

@@ -30,12 +30,6 @@ import (
 // the reaction point is advanced whenever the flow sends or hears a BECN,
 // which is exact because the delay only matters when a packet goes out.
 
-// ibCNPOpcode is the BTH opcode of an IB CN packet (IBA Annex A10:
-// transport 100, operation 0; Linux IB_OPCODE_CNP). The bth opcode table
-// holds only RoCEv2's 0x81 (Annex A17), so the hosts build and parse it
-// here.
-const ibCNPOpcode = 0x80
-
 // ibCNPLen is an IB CN packet's length: LRH, BTH, ICRC, VCRC.
 const ibCNPLen = wire.LRHSize + bth.BTHSize + bth.ICRCSize + wire.VCRCSize
 
@@ -178,7 +172,7 @@ func (h *Host) ccSendCN() bool {
 func encodeIBCNP(b []byte, vl, sl uint8, dlid, slid uint16, qp uint32) {
 	wire.LRH(b).Encode(&wire.LRHFields{VL: vl, SL: sl, LNH: wire.LNHLocal, DLID: dlid, SLID: slid,
 		PktLen: wire.PktLenFor(ibCNPLen - wire.VCRCSize)})
-	bth.BTH(b[wire.LRHSize:]).Encode(&bth.BTHFields{OpCode: ibCNPOpcode, PKey: bth.DefaultPKey, BECN: true, DestQP: qp & bth.QPNMask})
+	bth.BTH(b[wire.LRHSize:]).Encode(&bth.BTHFields{OpCode: bth.IBCNOpcode, PKey: bth.DefaultPKey, BECN: true, DestQP: qp & bth.QPNMask})
 	icrcAt := wire.LRHSize + bth.BTHSize
 	crc, _ := bth.ICRCIBLocal(b[:icrcAt])
 	bth.PutICRC(b[icrcAt:], crc)
@@ -188,7 +182,7 @@ func encodeIBCNP(b []byte, vl, sl uint8, dlid, slid uint16, qp uint32) {
 // ccReceiveCN handles b if it is a CN packet and reports whether it was.
 // Its credits were already accounted by the caller.
 func (h *Host) ccReceiveCN(b []byte) bool {
-	if len(b) != ibCNPLen || wire.LRH(b).LNH() != wire.LNHLocal || b[wire.LRHSize] != ibCNPOpcode {
+	if len(b) != ibCNPLen || wire.LRH(b).LNH() != wire.LNHLocal || bth.Opcode(b[wire.LRHSize]) != bth.IBCNOpcode {
 		return false
 	}
 	icrcAt := wire.LRHSize + bth.BTHSize

@@ -79,11 +79,6 @@ func (c *IBCCConfig) validate(name string, ports int) error {
 	return nil
 }
 
-// ibCNPOpcode is the BTH opcode of an IB Congestion Notification packet
-// (IBA Annex A10: transport 100, operation 0; Linux IB_OPCODE_CNP). The bth
-// opcode table holds only RoCEv2's 0x81 CNP (Annex A17).
-const ibCNPOpcode = 0x80
-
 // ibCCState is one port's marking state.
 type ibCCState struct {
 	threshold int           // ThresholdBytes for this switch, -1: never
@@ -129,7 +124,7 @@ func (s *Switch) ibMarkFECN(p *port, vl int, f *frame.Frame, depth int, victim b
 		return
 	}
 	h := bth.BTH(b[off:])
-	if h.OpCode() == ibCNPOpcode || h.FECN() {
+	if h.OpCode() == bth.IBCNOpcode || h.FECN() {
 		return
 	}
 	st := &p.ib.cc

@@ -30,7 +30,7 @@ func cnPkt(pool *frame.Pool) *frame.Frame {
 	fr := pool.Get(wire.LRHSize + bth.BTHSize + bth.ICRCSize + wire.VCRCSize)
 	b := fr.Data
 	wire.LRH(b).Encode(&wire.LRHFields{LNH: wire.LNHLocal, DLID: 3, SLID: 9, PktLen: wire.PktLenFor(len(b) - wire.VCRCSize)})
-	bth.BTH(b[wire.LRHSize:]).Encode(&bth.BTHFields{OpCode: ibCNPOpcode, PKey: bth.DefaultPKey, BECN: true, DestQP: 0x10001})
+	bth.BTH(b[wire.LRHSize:]).Encode(&bth.BTHFields{OpCode: bth.IBCNOpcode, PKey: bth.DefaultPKey, BECN: true, DestQP: 0x10001})
 	crc, _ := bth.ICRCIBLocal(b[:wire.LRHSize+bth.BTHSize])
 	bth.PutICRC(b[wire.LRHSize+bth.BTHSize:], crc)
 	wire.PutVCRC(b)
@@ -59,7 +59,7 @@ func (k *fecnSink) fecn() []bool {
 			k.t.Fatalf("packet %d: VCRC does not match after marking", i)
 		}
 		h := bth.BTH(b[wire.LRHSize:])
-		if h.OpCode() == ibCNPOpcode {
+		if h.OpCode() == bth.IBCNOpcode {
 			crc, _ := bth.ICRCIBLocal(b[:wire.LRHSize+bth.BTHSize])
 			if crc != bth.WireICRC(b[wire.LRHSize+bth.BTHSize:]) {
 				k.t.Fatalf("CN packet %d: ICRC mismatch", i)
@@ -203,7 +203,7 @@ func TestIBCCSkipsCNAndMarked(t *testing.T) {
 	fecn := out.fecn()
 	var marked uint64
 	for i, m := range fecn {
-		if bth.BTH(out.pkts[i][wire.LRHSize:]).OpCode() == ibCNPOpcode && m {
+		if bth.BTH(out.pkts[i][wire.LRHSize:]).OpCode() == bth.IBCNOpcode && m {
 			t.Errorf("CN packet %d marked", i)
 		}
 		if m && i != 4 {
