@@ -32,6 +32,9 @@ type PortInfo struct {
 	Name      string `json:"name"`
 	Peer      string `json:"peer"`
 	Transport string `json:"transport"`
+	// NoFlood: outside the switches' spanning tree, the port floods no
+	// broadcast or multicast (ARP) either way; unicast uses it.
+	NoFlood bool `json:"no_flood,omitempty"`
 }
 
 // IfaceInfo is a host's interface as configured.

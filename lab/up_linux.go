@@ -73,6 +73,13 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	if opt.StateRoot == "" {
 		opt.StateRoot = DefaultStateRoot
 	}
+	// The daemons get socket paths under the state root and run in other
+	// working directories: a relative --state-dir is made absolute here.
+	if root, err := filepath.Abs(opt.StateRoot); err == nil {
+		opt.StateRoot = root
+	} else {
+		return nil, fmt.Errorf("state directory %s: %w", opt.StateRoot, err)
+	}
 	if opt.Hosts == "" {
 		opt.Hosts = HostsAuto
 	}
@@ -433,7 +440,7 @@ func (l *Lab) info(plan *upPlan, labFile string, took time.Duration) *LabInfo {
 			}
 		}
 		for _, pp := range pn.ports {
-			ni.Ports = append(ni.Ports, PortInfo{Name: pp.name, Peer: pp.peer, Transport: pp.uri})
+			ni.Ports = append(ni.Ports, PortInfo{Name: pp.name, Peer: pp.peer, Transport: pp.uri, NoFlood: pp.noFlood})
 		}
 		if f := pn.iface; f != nil {
 			fi := &IfaceInfo{Name: f.name, Addr: f.addr.String(), MAC: net.HardwareAddr(f.mac[:]).String(),

@@ -86,6 +86,9 @@ type planPort struct {
 	name string // the node's port name
 	peer string // "node:port" at the other end
 	uri  string // the transport the daemon binds ("" for a TAP host's side)
+	// noFlood: the port is outside the switches' spanning tree
+	// (--no-flood): broadcasts neither leave nor enter through it.
+	noFlood bool
 }
 
 // planIface is a host's interface: the address, MTU and MAC it gets, the
@@ -187,6 +190,11 @@ func makePlan(spec *Spec, mode HostMode, labFile string, sock func(name string) 
 			}
 			for _, name := range blocked[n] {
 				d.args = append(d.args, "--no-flood", name)
+				for i := range pn.ports {
+					if pn.ports[i].name == name {
+						pn.ports[i].noFlood = true
+					}
+				}
 			}
 			d.args = append(d.args, "--control", ctl)
 			pn.daemon = d

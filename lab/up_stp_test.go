@@ -196,5 +196,17 @@ func TestUpPlanNoFlood(t *testing.T) {
 		if n := strings.Count(args, "--no-flood"); w == "" && n != 0 || w != "" && (n != 1 || !strings.Contains(args, w+" --control")) {
 			t.Errorf("%s args %q, want %q once before --control", pn.node.Name, args, w)
 		}
+		// The table up prints says which ports are blocked.
+		for _, pp := range pn.ports {
+			if blocked := w == "--no-flood "+pp.name; pp.noFlood != blocked {
+				t.Errorf("%s:%s noFlood %v, want %v", pn.node.Name, pp.name, pp.noFlood, blocked)
+			}
+		}
+	}
+	var b strings.Builder
+	li := &LabInfo{Lab: spec.Name, Nodes: []NodeInfo{{Name: "sb", Kind: KindSwitch,
+		Ports: []PortInfo{{Name: "p2", Peer: "sc:p3", Transport: "seqpacket-listen:/s/x.sock", NoFlood: true}}}}}
+	if err := li.WriteTable(&b); err != nil || !strings.Contains(b.String(), "(no flooding: outside the spanning tree)") {
+		t.Errorf("table: %v\n%s", err, b.String())
 	}
 }

@@ -48,6 +48,9 @@ func nodeRows(n *NodeInfo) [][3]string {
 		} else {
 			detail = shortURI(detail)
 		}
+		if p.NoFlood {
+			detail += " (no flooding: outside the spanning tree)"
+		}
 		rows = append(rows, [3]string{p.Name, p.Peer, detail})
 	}
 	return rows
