@@ -59,7 +59,9 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 
 	rdmaSummary(ew, r)
 
-	if rows, score := portRows(spec, r); len(rows) > 0 {
+	if spec.Fabric == lab.FabricIB {
+		ibSummary(ew, spec, r)
+	} else if rows, score := portRows(spec, r); len(rows) > 0 {
 		fmt.Fprintf(ew, "\nSwitch ports (priorities with traffic, pauses, marks or drops)\n")
 		t := &Table{
 			Header: []string{"port", "peer", "prio", "rx pkts", "tx pkts", "pause rx", "pause tx", "paused (rx) us", "pausing (tx) us", "ECN marked", "drops", "max queue", "PG headroom max"},
