@@ -330,14 +330,13 @@ func newPair(t testing.TB, o pairOpts) *pair {
 
 // endpoint is one side's verbs objects.
 type endpoint struct {
-	n      *NIC
-	pd     *PD
-	scq    *CQ
-	rcq    *CQ
-	qp     *QP
-	mr     *MR
-	buf    []byte
-	access AccessFlags
+	n   *NIC
+	pd  *PD
+	scq *CQ
+	rcq *CQ
+	qp  *QP
+	mr  *MR
+	buf []byte
 }
 
 type qpOpts struct {

@@ -79,7 +79,6 @@ type NIC struct {
 	pkt    bth.Packet
 	rf     bth.RoCEFields
 	mc     wire.MACControl
-	l2     wire.L2
 	gather [4096]byte
 
 	trace func(qpn uint32, machine, state string)

@@ -90,7 +90,6 @@ type sink struct {
 	f                *flow
 	expPSN           uint32
 	havePSN          bool
-	msgBytes         int
 	rxFrames, rxB    uint64
 	rxWire           uint64
 	firstRx, lastRx  clock.Time

@@ -113,16 +113,6 @@ func (r *ibccRun) linkBusy(t testing.TB, from, to string) float64 {
 	return 0
 }
 
-func (r *ibccRun) hot() []string {
-	var out []string
-	for name := range r.tput {
-		if strings.HasPrefix(name, "hot/") {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
 func (r *ibccRun) report(t testing.TB, label string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: victim %.1f Gb/s, hd link busy %.1f%%, ISL busy %.1f%%, min credits %d\n", label,

@@ -46,8 +46,6 @@ type nicHost struct {
 	n    *nic.NIC
 	tx   *linkDir
 	link *Link
-	// prios are the priorities of the RDMA flows this NIC sends (mask).
-	prios uint8
 }
 
 func (h *nicHost) deliver(_ int, f *frame.Frame) { h.n.Receive(f) }

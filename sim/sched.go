@@ -146,14 +146,6 @@ func (s *sched) remove(i int) {
 	}
 }
 
-// next returns the earliest armed time, or Never.
-func (s *sched) next() clock.Time {
-	if len(s.heap) == 0 {
-		return clock.Never
-	}
-	return s.heap[0].at
-}
-
 // runUntil fires every event due at or before until, in (time, arming)
 // order, then sets the clock to until. It stops early with ErrEventBudget
 // once the scheduler has fired budget events in total.

@@ -412,7 +412,7 @@ func TestExampleDCQCNParkingLot(t *testing.T) {
 	if xoff != 0 || cnps == 0 {
 		t.Errorf("XOFF %d, CNPs %d", xoff, cnps)
 	}
-	spec, r = runExample(t, "dcqcn-parking-lot.yaml", func(s *lab.Spec) {
+	_, r = runExample(t, "dcqcn-parking-lot.yaml", func(s *lab.Spec) {
 		s.Sim.Duration = 4 * clock.Millisecond
 		for _, n := range s.NICs() {
 			n.CC = lab.CCNone
