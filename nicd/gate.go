@@ -78,7 +78,7 @@ func (g *txGate) Transmit(f *frame.Frame) {
 }
 
 // poke re-checks a held gate when the loop runs anyway (a batch of frames
-// arrived): runtime timers fire tens of microseconds late, long enough for
+// arrived): the clock's alarm fires tens of microseconds late, long enough for
 // the writer to drain its queue and leave the link idle.
 func (g *txGate) poke() {
 	if g != nil && g.held {

@@ -31,7 +31,7 @@ func TestClockEventTime(t *testing.T) {
 
 // TestClockSettle: a timer armed during an event and due by its end runs
 // right after that event, before the next one, at its due time, without
-// the runtime timer (which stays unarmed).
+// the alarm (which stays unarmed).
 func TestClockSettle(t *testing.T) {
 	l := runLoop(t, 1)
 	clk := l.Clock()
@@ -53,7 +53,7 @@ func TestClockSettle(t *testing.T) {
 		case ranAt != due:
 			check <- "callback's Now is not the due time"
 		case clk.wakeAt != clock.Never:
-			check <- "runtime timer armed for a timer that already ran"
+			check <- "alarm armed for a timer that already ran"
 		default:
 			check <- ""
 		}

@@ -107,7 +107,7 @@ func (p *swPort) resetHold() {
 }
 
 // afterEvent runs after every event of the loop: the TAP trains are
-// written, and held ports are re-checked (runtime timers fire tens of
+// written, and held ports are re-checked (the clock's alarm fires tens of
 // microseconds late, long enough for a writer to drain and idle a link).
 func (d *Daemon) afterEvent() {
 	d.flushTAPs()
