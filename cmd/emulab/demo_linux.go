@@ -185,6 +185,12 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 		if err := runPerf(stdout, []string{t.test, ref(a), ref(b)}, &pf); err != nil {
 			return fmt.Errorf("perf %s: %w", t.test, err)
 		}
+		if t.test == "write_bw" && len(a.Ports) > 0 && a.Ports[0].Link != nil {
+			fmt.Fprintf(stdout, " (the lab's links are %s; the daemons move what this machine's cores allow, a few\n"+
+				"  Gb/s on a laptop, and the fabric then acts as behind a slower link: the switch's queues\n"+
+				"  fill, PFC and ECN react, nothing is lost; docs/performance.md has the figures)\n",
+				lab.FormatRate(a.Ports[0].Link.Rate))
+		}
 	}
 
 	if fl.iperf > 0 {
