@@ -68,13 +68,6 @@ const modulePath = "github.com/emufabric/emufabric"
 // directory with no daemons beside it. say reports progress (a build takes
 // seconds the first time).
 func BuildFromSource(say func(string, ...any)) (string, error) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		if isExecutable(goTool) != nil {
-			return "", fmt.Errorf("building the daemons from source: the go command is neither on PATH nor in %s", runtime.GOROOT())
-		}
-	}
 	root, err := ModuleRoot()
 	if err != nil {
 		return "", err
@@ -89,12 +82,37 @@ func BuildFromSource(say func(string, ...any)) (string, error) {
 	}
 	pkgs := []string{"./cmd/" + SwitchBinary, "./cmd/" + NICBinary}
 	say("building %s and %s from %s into %s", SwitchBinary, NICBinary, root, dir)
+	if err := goBuild(root, dir, pkgs...); err != nil {
+		return "", fmt.Errorf("building the daemons from source: %w", err)
+	}
+	return dir, nil
+}
+
+// goCommand finds the go command: on PATH, else in the GOROOT of the
+// toolchain that built this binary (sudo's secure_path often lacks Go).
+func goCommand() (string, error) {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p, nil
+	}
+	p := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if isExecutable(p) != nil {
+		return "", fmt.Errorf("the go command is neither on PATH nor in %s", runtime.GOROOT())
+	}
+	return p, nil
+}
+
+// goBuild builds pkgs of the module at root into dir.
+func goBuild(root, dir string, pkgs ...string) error {
+	goTool, err := goCommand()
+	if err != nil {
+		return err
+	}
 	cmd := exec.Command(goTool, append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+		return fmt.Errorf("go build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
 	}
-	return dir, nil
+	return nil
 }
 
 // ModuleRoot walks up from the working directory to the go.mod of this

@@ -3,10 +3,8 @@ package lab
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 )
@@ -89,37 +87,22 @@ func (w tbWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// BuildDaemons builds emuswitch, emunic (if the module has it) and emulab
-// from this module with `go build` into a directory removed when the test
-// ends, and returns it. The go command's build cache makes repeated
-// builds cheap.
+// BuildDaemons builds emuswitch, emunic and emulab from this module with
+// `go build` into a directory removed when the test ends, and returns it.
+// The go command's build cache makes repeated builds cheap.
 func BuildDaemons(t TB) string {
 	t.Helper()
-	goTool, err := exec.LookPath("go")
+	root, err := ModuleRoot()
 	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			t.Fatalf("the go command is needed to build the daemons: not on PATH nor in %s", runtime.GOROOT())
-		}
+		t.Fatalf("the test must run inside the module: %v", err)
 	}
-	gomod, err := exec.Command(goTool, "env", "GOMOD").Output()
-	if err != nil || strings.TrimSpace(string(gomod)) == "" || strings.TrimSpace(string(gomod)) == os.DevNull {
-		t.Fatalf("go env GOMOD: %q %v: the test must run inside the module", gomod, err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	dir, err := os.MkdirTemp("", "emubin")
 	if err != nil {
 		t.Fatalf("bin dir: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	pkgs := []string{"./cmd/emulab", "./cmd/" + SwitchBinary}
-	if _, err := os.Stat(filepath.Join(root, "cmd", NICBinary)); err == nil {
-		pkgs = append(pkgs, "./cmd/"+NICBinary)
-	}
-	cmd := exec.Command(goTool, append([]string{"build", "-o", dir + "/"}, pkgs...)...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %v: %v\n%s", pkgs, err, out)
+	if err := goBuild(root, dir, "./cmd/emulab", "./cmd/"+SwitchBinary, "./cmd/"+NICBinary); err != nil {
+		t.Fatalf("%v", err)
 	}
 	return dir
 }

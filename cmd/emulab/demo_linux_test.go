@@ -10,9 +10,6 @@ import (
 // afterwards.
 func TestDemo(t *testing.T) {
 	e := newUpEnv(t)
-	if !e.hasNIC {
-		t.Skip("cmd/emunic is not in this module")
-	}
 	needTool(t, "ping")
 	needTool(t, "iperf3")
 	l := e.lab(t, "testdata/up/two-hosts.yaml")

@@ -204,9 +204,6 @@ var nicLossCounters = []string{
 
 func TestIncastPFC(t *testing.T) {
 	e := newUpEnv(t)
-	if !e.hasNIC {
-		t.Skip("cmd/emunic is not in this module")
-	}
 	l := e.lab(t, "testdata/up/incast4.yaml")
 	socks := e.up(t, l, "nic")
 	st, err := lab.ReadStatus(e.state, l.name)

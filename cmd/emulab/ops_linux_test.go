@@ -296,12 +296,7 @@ func TestExtcapArguments(t *testing.T) {
 func TestOpsLab(t *testing.T) {
 	e := newUpEnv(t)
 	needTool(t, "ping")
-	t.Run("nic", func(t *testing.T) {
-		if !e.hasNIC {
-			t.Skip("cmd/emunic is not in this module")
-		}
-		testOpsNIC(t, e)
-	})
+	t.Run("nic", func(t *testing.T) { testOpsNIC(t, e) })
 	t.Run("tap", func(t *testing.T) { testOpsTAP(t, e) })
 }
 

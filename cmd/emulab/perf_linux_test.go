@@ -41,9 +41,6 @@ func perfFloat(t *testing.T, s string) float64 {
 
 func TestPerfLab(t *testing.T) {
 	e := newUpEnv(t)
-	if !e.hasNIC {
-		t.Skip("cmd/emunic is not in this module")
-	}
 	l := e.lab(t, "testdata/up/two-hosts.yaml")
 	socks := e.up(t, l, "nic")
 	h1, h2 := l.node("h1"), l.node("h2")

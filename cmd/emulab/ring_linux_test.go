@@ -27,12 +27,7 @@ func TestUpRingNoBroadcastStorm(t *testing.T) {
 	e := newUpEnv(t)
 	needTool(t, "ping")
 	t.Run("tap", func(t *testing.T) { testUpRing(t, e, "tap") })
-	t.Run("nic", func(t *testing.T) {
-		if !e.hasNIC {
-			t.Skip("cmd/emunic is not in this module")
-		}
-		testUpRing(t, e, "nic")
-	})
+	t.Run("nic", func(t *testing.T) { testUpRing(t, e, "nic") })
 }
 
 func testUpRing(t *testing.T, e *upEnv, hosts string) {

@@ -32,9 +32,8 @@ import (
 
 // upEnv is what the subtests share.
 type upEnv struct {
-	bin    string // emulab, emuswitch and (if it exists) emunic
-	state  string // --state-dir
-	hasNIC bool
+	bin    string   // emulab, emuswitch and emunic
+	state  string   // --state-dir
 	rootIf []string // the root namespace's interfaces before any lab
 }
 
@@ -42,8 +41,9 @@ func newUpEnv(t *testing.T) *upEnv {
 	t.Helper()
 	lab.SkipUnlessRoot(t)
 	e := &upEnv{bin: lab.BuildDaemons(t)}
-	_, err := os.Stat(filepath.Join(e.bin, lab.NICBinary))
-	e.hasNIC = err == nil
+	if _, err := os.Stat(filepath.Join(e.bin, lab.NICBinary)); err != nil {
+		t.Fatalf("emunic was not built: %v", err)
+	}
 	dir, err := os.MkdirTemp("", "emust")
 	if err != nil {
 		t.Fatal(err)
@@ -346,12 +346,7 @@ func (e *upEnv) iperf(t *testing.T, l *upLab, src, dst string) float64 {
 func TestUpLab(t *testing.T) {
 	e := newUpEnv(t)
 	t.Run("tap", func(t *testing.T) { testUpHosts(t, e, "tap") })
-	t.Run("nic", func(t *testing.T) {
-		if !e.hasNIC {
-			t.Skip("cmd/emunic is not in this module yet")
-		}
-		testUpHosts(t, e, "nic")
-	})
+	t.Run("nic", func(t *testing.T) { testUpHosts(t, e, "nic") })
 	t.Run("subnets", func(t *testing.T) { testUpSubnets(t, e) })
 	t.Run("kill-emulab", func(t *testing.T) { testUpKillEmulab(t, e) })
 	t.Run("bad-files", func(t *testing.T) { testUpBadFiles(t, e) })
@@ -431,10 +426,7 @@ func testUpHosts(t *testing.T, e *upEnv, hosts string) {
 // routes up adds; each interface gets its own link's MTU.
 func testUpSubnets(t *testing.T, e *upEnv) {
 	l := e.lab(t, "testdata/up/two-subnets.yaml")
-	hosts := "tap"
-	if e.hasNIC {
-		hosts = "nic"
-	}
+	hosts := "nic"
 	socks := e.up(t, l, hosts)
 	if out := e.mustRun(t, "exec", l.node("h1"), "--", "ip", "route", "show", "10.2.2.0/24"); !strings.Contains(out, "10.2.2.0/24 dev eth0 scope link") {
 		t.Errorf("h1's route to h2's subnet: %q", out)
@@ -454,10 +446,7 @@ func testUpSubnets(t *testing.T, e *upEnv) {
 // again.
 func testUpKillEmulab(t *testing.T, e *upEnv) {
 	l := e.lab(t, "testdata/up/two-hosts.yaml")
-	hosts := "tap"
-	if e.hasNIC {
-		hosts = "nic"
-	}
+	hosts := "nic"
 	for _, stage := range []string{"created", "started " + lab.SwitchBinary, "waiting for", "h1 eth0", "up in"} {
 		t.Run(strings.ReplaceAll(stage, " ", "-"), func(t *testing.T) {
 			cmd := exec.Command(filepath.Join(e.bin, "emulab"), "up", "--state-dir", e.state, "--hosts", hosts, l.file)
@@ -602,11 +591,7 @@ var vmRSSRE = regexp.MustCompile(`(?m)^VmRSS:\s+(\d+) kB`)
 // issue's targets are up <= 3 s and down <= 2 s.
 func TestUpSixteenHosts(t *testing.T) {
 	e := newUpEnv(t)
-	modes := []string{"tap"}
-	if e.hasNIC {
-		modes = append(modes, "nic")
-	}
-	for _, hosts := range modes {
+	for _, hosts := range []string{"tap", "nic"} {
 		t.Run(hosts, func(t *testing.T) {
 			l := e.lab(t, "testdata/up/sixteen.yaml")
 			t0 := time.Now()
