@@ -346,7 +346,7 @@ func configureIface(ctx context.Context, pn *planNode, deadline time.Time) error
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node %s: interface %s did not appear in %s (%s creates it): %w", pn.node.Name, f.name, pn.namespace, f.owner, err)
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := SleepContext(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -392,7 +392,7 @@ func configureIface(ctx context.Context, pn *planNode, deadline time.Time) error
 		if time.Now().After(deadline) {
 			return fmt.Errorf("node %s: %s in %s is not up (flags %v, oper state %v): is %s holding its TAP?", pn.node.Name, f.name, pn.namespace, a.Flags, a.OperState, f.owner)
 		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+		if err := SleepContext(ctx, 10*time.Millisecond); err != nil {
 			return err
 		}
 	}
@@ -416,7 +416,8 @@ func hostIPv4Only(ns *Namespace) error {
 	})
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
+// SleepContext waits d, or less when ctx is done (its error then).
+func SleepContext(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

@@ -301,6 +301,23 @@ func LaneGbps(speed, speedExt uint8) float64 {
 	return 0
 }
 
+// RateGbps is the port's rate as ibstat's Rate prints it: lanes times the
+// rounded per-lane data rate, 14 (FDR), 25 (EDR) or 50 (HDR), else the
+// legacy signalling rate (SDR/DDR/QDR use 8b/10b and ibstat prints the
+// signalling figure): 4X FDR 56, EDR 100, HDR 200, QDR 40.
+func (f *PortInfoFields) RateGbps() float64 {
+	lanes := float64(Lanes(f.LinkWidthActive))
+	switch f.LinkSpeedExtActive {
+	case SpeedExtFDR:
+		return 14 * lanes
+	case SpeedExtEDR:
+		return 25 * lanes
+	case SpeedExtHDR:
+		return 50 * lanes
+	}
+	return lanes * LaneGbps(f.LinkSpeedActive, 0)
+}
+
 // Lanes returns the lane count of a LinkWidthActive value.
 func Lanes(width uint8) int {
 	switch width {

@@ -64,12 +64,7 @@ func ibPortRows(spec *lab.Spec, r *sim.Results) ([][]string, []portScore) {
 		p := &r.Ports[i]
 		for vl := 0; vl < switchcore.NumPriorities; vl++ {
 			c := &p.Prio[vl]
-			var drops uint64
-			for k, v := range c.Drops {
-				if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
-					drops += v
-				}
-			}
+			drops := c.TotalDrops()
 			if c.RxPackets == 0 && c.TxPackets == 0 && c.CreditStalls == 0 && c.FECNMarked == 0 && drops == 0 && c.QueueWatermark == 0 {
 				continue
 			}

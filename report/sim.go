@@ -201,12 +201,7 @@ func portRows(spec *lab.Spec, r *sim.Results) ([][]string, []portScore) {
 		p := &r.Ports[i]
 		for prio := 0; prio < switchcore.NumPriorities; prio++ {
 			c := &p.Prio[prio]
-			var drops uint64
-			for k, v := range c.Drops {
-				if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
-					drops += v
-				}
-			}
+			drops := c.TotalDrops()
 			if c.RxPackets == 0 && c.TxPackets == 0 && c.RxPause == 0 && c.TxPause == 0 && c.ECNMarked == 0 && drops == 0 && c.QueueWatermark == 0 {
 				continue
 			}

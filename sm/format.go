@@ -31,21 +31,6 @@ func linkRate(f *mad.PortInfoFields) string {
 	return w + s
 }
 
-// rateGbps is ibstat's Rate: lanes * per-lane data rate, as ibstat
-// rounds it (4X FDR 56, EDR 100, HDR 200).
-func rateGbps(f *mad.PortInfoFields) int {
-	lanes := mad.Lanes(f.LinkWidthActive)
-	switch f.LinkSpeedExtActive {
-	case mad.SpeedExtFDR:
-		return 14 * lanes
-	case mad.SpeedExtEDR:
-		return 25 * lanes
-	case mad.SpeedExtHDR:
-		return 50 * lanes
-	}
-	return int(float64(lanes) * mad.LaneGbps(f.LinkSpeedActive, 0))
-}
-
 // WriteIBNetDiscover writes the topology as an ibnetdiscover topology file:
 // per node vendid/devid/sysimgguid/switchguid-or-caguid lines, the node
 // line, then one line per connected port.
@@ -127,7 +112,7 @@ func (t *Topology) WriteIBStat(w io.Writer) error {
 			}
 			f := &p.Info
 			fmt.Fprintf(b, "\tPort %d:\n\t\tState: %s\n\t\tPhysical state: %s\n\t\tRate: %d\n", p.Num,
-				mad.PortStateName(f.PortState), mad.PhysStateName(f.PhysState), rateGbps(f))
+				mad.PortStateName(f.PortState), mad.PhysStateName(f.PhysState), int(f.RateGbps()))
 			fmt.Fprintf(b, "\t\tBase lid: %d\n\t\tLMC: %d\n\t\tSM lid: %d\n\t\tCapability mask: 0x%08x\n\t\tPort GUID: 0x%016x\n\t\tLink layer: InfiniBand\n",
 				f.LID, f.LMC, f.MasterSMLID, f.CapabilityMask, t.portGUID(n, p.Num))
 		}

@@ -59,11 +59,17 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 }
 
 // TotalDrops is the sum of real drops (headroom_overflow is not a drop).
-func (c *PortCounters) TotalDrops() uint64 {
+func (c *PortCounters) TotalDrops() uint64 { return realDrops(&c.Drops) }
+
+// TotalDrops is the sum of the priority's real drops (headroom_overflow is
+// not a drop).
+func (c *PrioCounters) TotalDrops() uint64 { return realDrops(&c.Drops) }
+
+func realDrops(d *[NumDropReasons]uint64) uint64 {
 	var t uint64
 	for r := DropMalformed; r < NumDropReasons; r++ {
 		if r != DropHeadroomOverflow {
-			t += c.Drops[r]
+			t += d[r]
 		}
 	}
 	return t

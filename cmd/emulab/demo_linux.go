@@ -225,7 +225,7 @@ func demoIperf(ctx context.Context, out io.Writer, l *lab.Lab, src, dst, dstIP s
 	var last []byte
 	var err error
 	for try := 0; try < 20; try++ {
-		if err := sleepOr(ctx, 100*time.Millisecond); err != nil {
+		if err := lab.SleepContext(ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
 		last, err = l.ExecContext(ctx, src, "iperf3", "-c", dstIP, "-t", secs, "-f", "g")
@@ -242,15 +242,4 @@ func demoIperf(ctx context.Context, out io.Writer, l *lab.Lab, src, dst, dstIP s
 	case <-time.After(5 * time.Second):
 	}
 	return nil
-}
-
-func sleepOr(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

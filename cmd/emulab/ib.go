@@ -429,7 +429,7 @@ func jsonNode(n *sm.Node) ibJSONNode {
 		jp := ibJSONPort{
 			Port: p.Num, GUID: fmt.Sprintf("0x%016x", p.GUID), LID: f.LID,
 			State: mad.PortStateName(f.PortState), PhysicalState: mad.PhysStateName(f.PhysState),
-			RateGbps: ibDataRate(f),
+			RateGbps: f.RateGbps(),
 			SMLID:    f.MasterSMLID,
 		}
 		if n.IsSwitch() {
@@ -441,20 +441,4 @@ func jsonNode(n *sm.Node) ibJSONNode {
 		jn.Ports = append(jn.Ports, jp)
 	}
 	return jn
-}
-
-// ibDataRate is a port's data rate in Gb/s as ibstat's Rate rounds it:
-// lanes times 14 (FDR), 25 (EDR) or 50 (HDR), else the legacy signalling
-// rate (SDR/DDR/QDR use 8b/10b and ibstat prints the signalling figure).
-func ibDataRate(f *mad.PortInfoFields) float64 {
-	lanes := float64(mad.Lanes(f.LinkWidthActive))
-	switch f.LinkSpeedExtActive {
-	case mad.SpeedExtFDR:
-		return 14 * lanes
-	case mad.SpeedExtEDR:
-		return 25 * lanes
-	case mad.SpeedExtHDR:
-		return 50 * lanes
-	}
-	return lanes * mad.LaneGbps(f.LinkSpeedActive, 0)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/swd"
 )
 
 type linkFlags struct {
@@ -214,15 +215,7 @@ func withoutState(words []string) []string {
 // answers with the port's status, emunic with a bare OK.
 func writeLinkResult(out io.Writer, name string, c *lab.LinkChange, raw json.RawMessage) error {
 	var r struct {
-		Port *struct {
-			AdminUp bool    `json:"admin_up"`
-			Up      bool    `json:"up"`
-			Speed   string  `json:"speed"`
-			Rate    string  `json:"rate"`
-			Delay   string  `json:"delay"`
-			Loss    float64 `json:"loss"`
-			Corrupt float64 `json:"corrupt"`
-		} `json:"port"`
+		Port *swd.PortStatus `json:"port"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil || r.Port == nil {
 		_, err := fmt.Fprintf(out, "%s: link %s\n", name, c.State)
