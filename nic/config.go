@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/emufabric/emufabric/cc"
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/wire"
 )
 
@@ -38,6 +39,25 @@ const (
 	GoBack0
 )
 
+// Fabric selects the NIC's link layer.
+type Fabric uint8
+
+const (
+	// FabricRoCE: Ethernet / 802.1Q / IP / UDP 4791 / BTH ... ICRC, PFC.
+	FabricRoCE Fabric = iota
+	// FabricIB: native InfiniBand, LRH [GRH] BTH ... ICRC VCRC, per-VL
+	// credit flow control with link packets (IBA 7.9), IB congestion
+	// control (Annex A10) and IPoIB for the host's traffic.
+	FabricIB
+)
+
+func (f Fabric) String() string {
+	if f == FabricIB {
+		return "ib"
+	}
+	return "roce"
+}
+
 // Config describes one NIC. Zero values take the defaults DefaultConfig
 // documents; New validates.
 type Config struct {
@@ -46,6 +66,33 @@ type Config struct {
 	// IP is the NIC's address: its RoCEv2 GID is this address (IPv4-mapped
 	// for IPv4). Frames whose destination IP is not IP go to the host.
 	IP netip.Addr
+	// Fabric is the link layer (default RoCE). Under FabricIB the MAC
+	// and IP are the host interface's (IPoIB), and the fields below
+	// marked IB apply.
+	Fabric Fabric
+	// LID is the port's LID (IB; 1..0xBFFF).
+	LID uint16
+	// IBDataVLs is the number of data VLs (IB; 1..8, default 1): the
+	// port's priority queues 0..IBDataVLs-1 are its VLs.
+	IBDataVLs int
+	// SL2VL maps an SL to a data VL (IB); nil means SL mod IBDataVLs.
+	SL2VL *[16]uint8
+	// IBBlocksPerVL is the receive buffer the NIC advertises per VL, in
+	// 64-byte credit blocks (IB; default 1024, at most 2047 so the
+	// 12-bit credit window stays unambiguous).
+	IBBlocksPerVL int
+	// IBFCRefresh is the longest time between two flow-control packets of
+	// a VL (IB; default 64 us). IBA 7.9.4.2 asks for one at least every
+	// 65,536 symbol times; a real-time daemon may choose longer to spare
+	// wake-ups, since a lost update is only a delay.
+	IBFCRefresh clock.Time
+	// IBCC configures the IB congestion control reaction point (IB, CC
+	// "ibcc"); nil means cc.DefaultIBCC().
+	IBCC *cc.IBCC
+	// IPoIB carries the host's IP traffic over the IB fabric (IB); nil
+	// sends nothing of the host's and drops IPoIB packets.
+	IPoIB *IPoIB
+
 	// Rate is the link speed in bits per second (egress serialization,
 	// PFC quanta, the DCQCN line rate).
 	Rate uint64
@@ -119,6 +166,24 @@ func (c *Config) fill() {
 	}
 	if c.CC == "" {
 		c.CC = "dcqcn"
+		if c.Fabric == FabricIB {
+			c.CC = "ibcc"
+		}
+	}
+	if c.Fabric == FabricIB {
+		if c.IBDataVLs == 0 {
+			c.IBDataVLs = 1
+		}
+		if c.IBBlocksPerVL == 0 {
+			c.IBBlocksPerVL = 1024
+		}
+		if c.IBFCRefresh == 0 {
+			c.IBFCRefresh = 64 * clock.Microsecond
+		}
+		if c.IBCC == nil {
+			d := cc.DefaultIBCC()
+			c.IBCC = &d
+		}
 	}
 	if c.DCQCN == nil {
 		p := cc.NVIDIAProfile()
@@ -152,8 +217,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("nic %q: port mtu %d: want 256, 512, 1024, 2048 or 4096", c.Name, c.PortMTU)
 	case len(c.PKeys) == 0:
 		return fmt.Errorf("nic %q: empty pkey table", c.Name)
-	case c.CC != "dcqcn" && c.CC != "none":
+	case c.Fabric > FabricIB:
+		return fmt.Errorf("nic %q: unknown fabric %d", c.Name, c.Fabric)
+	case c.Fabric == FabricRoCE && c.CC != "dcqcn" && c.CC != "none":
 		return fmt.Errorf("nic %q: cc %q: want dcqcn or none", c.Name, c.CC)
+	case c.Fabric == FabricIB && c.CC != "ibcc" && c.CC != "none":
+		return fmt.Errorf("nic %q: cc %q: an IB port runs ibcc or none", c.Name, c.CC)
 	case c.AckReqEvery < 1:
 		return fmt.Errorf("nic %q: ack_req_every must be >= 1", c.Name)
 	case c.MaxInflight < 1 || c.MaxInflight >= 1<<23:
@@ -168,6 +237,11 @@ func (c *Config) Validate() error {
 			if p > 7 {
 				return fmt.Errorf("nic %q: dscp2prio %d -> %d: priority out of 0..7", c.Name, d, p)
 			}
+		}
+	}
+	if c.Fabric == FabricIB {
+		if err := c.validateIB(); err != nil {
+			return err
 		}
 	}
 	if err := c.DCQCN.Validate(); err != nil {

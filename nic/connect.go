@@ -24,7 +24,7 @@ type ConnectOpts struct {
 	RecvWR       int    // default 128
 	BufSize      int    // bytes of each side's memory region; default 1 MiB
 	TrafficClass uint8  // DSCP<<2; 0 takes the NIC's RoCE DSCP
-	SL           uint8  // priority under trust pcp
+	SL           uint8  // priority under trust pcp; IB: the service level
 	PSN          uint32 // initial PSN of both directions
 	QKey         uint32 // UD; default 0x11111111
 }
@@ -123,7 +123,7 @@ func newEndpoint(n *NIC, o *ConnectOpts) (*Endpoint, error) {
 
 func (e *Endpoint) connect(peer *Endpoint, o *ConnectOpts) error {
 	q := e.QP
-	ah := AHAttr{DMAC: peer.NIC.cfg.MAC, DGID: peer.NIC.GID(), TrafficClass: o.TrafficClass, SL: o.SL}
+	ah := AHAttr{DLID: peer.NIC.cfg.LID, DMAC: peer.NIC.cfg.MAC, DGID: peer.NIC.GID(), TrafficClass: o.TrafficClass, SL: o.SL}
 	e.PeerQPN = peer.QP.QPN()
 	steps := []struct {
 		attr QPAttr

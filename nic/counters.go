@@ -67,6 +67,24 @@ const (
 	RxNoHost           // rx_no_host: non-RDMA frame and no host attached, dropped
 	TxQueueDropped     // tx_queue_dropped: host frame dropped, its priority queue was full
 	CQOverflow         // cq_overflow: completion lost because its CQ was full (the CQ is in error)
+
+	// Native InfiniBand (Config.Fabric FabricIB). On an IB port the
+	// congestion counters above count the IB CC annex's events: FECN-marked
+	// packets received, CN packets sent, BECNs handled.
+	IBCreditWaits    // ib_credit_waits: times a VL's next packet had to wait for credit (port_xmit_wait's events)
+	IBFCTx           // ib_fc_tx: flow-control packets sent
+	IBFCRx           // ib_fc_rx: flow-control packets received
+	IBLinkErr        // ib_link_errors: link packet with a bad LPCRC or operand, dropped
+	IBVLErr          // ib_vl_errors: data packet on a VL the port does not run, dropped (PortRcvErrors)
+	IBCreditOverrun  // ib_credit_overrun: data beyond the credit we granted (the sender broke flow control)
+	IBVL15Dropped    // vl15_dropped: subnet management packet, dropped (this port runs no SMA)
+	IBVCRCErr        // ib_vcrc_errors: packet with a bad VCRC, dropped
+	IBWrongLID       // ib_wrong_lid: packet for another DLID, dropped
+	IPoIBTxPackets   // ipoib_tx_packets: host packets sent over IPoIB
+	IPoIBRxPackets   // ipoib_rx_packets: IPoIB packets handed to the host
+	IPoIBARPReplies  // ipoib_arp_replies: host ARP requests the NIC answered for a neighbour
+	IPoIBNoNeighbour // ipoib_no_neighbour: host frame to a MAC, or IPoIB packet from a LID, that is no configured neighbour, dropped
+	IPoIBUnsupported // ipoib_unsupported: host frame IPoIB does not carry here (non-IP, tagged, too long) or IPoIB packet not a UD SEND, dropped
 	numCounters
 )
 
@@ -82,6 +100,9 @@ var counterNames = [numCounters]string{
 	"req_remote_operational_error", "resp_invalid_request", "rx_icrc_errors", "rx_malformed_roce", "rx_unknown_qp", "rx_qp_state_drop",
 	"rx_qkey_violation", "rx_pkey_violation", "rx_uc_dropped", "rx_ud_too_long", "req_dup_response",
 	"req_bad_response", "rx_mac_control_errors", "rx_no_host", "tx_queue_dropped", "cq_overflow",
+	"ib_credit_waits", "ib_fc_tx", "ib_fc_rx", "ib_link_errors", "ib_vl_errors", "ib_credit_overrun",
+	"vl15_dropped", "ib_vcrc_errors", "ib_wrong_lid",
+	"ipoib_tx_packets", "ipoib_rx_packets", "ipoib_arp_replies", "ipoib_no_neighbour", "ipoib_unsupported",
 }
 
 func (c Counter) String() string {

@@ -15,6 +15,7 @@ type WC struct {
 	SrcQP           uint32 // UD: the sender's QP
 	WCFlags         WCFlags
 	PKeyIndex       uint16
+	SLID            uint16 // UD over IB: the sender's LID
 	SL              uint8
 }
 

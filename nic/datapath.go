@@ -98,7 +98,9 @@ func (n *NIC) armPort(t clock.Time) {
 // MAC control frames go first, then priorities 7..0 strictly; a paused
 // priority is skipped; within a priority queued frames go before QPs and
 // QPs take turns. A QP whose pacing holds it back reports when it may send;
-// the timer is armed for the earliest such time or pause end.
+// the timer is armed for the earliest such time or pause end. On an IB
+// port flow-control packets go first, and a VL whose head packet lacks
+// credit is skipped until the peer grants more (IBA 7.9.4).
 func (n *NIC) kick() {
 	now := n.clk.Now()
 	if n.tx == nil || n.linkDown {
@@ -108,13 +110,28 @@ func (n *NIC) kick() {
 		n.armPort(n.busyUntil)
 		return
 	}
+	if n.ibl.fcDue != 0 {
+		n.transmit(n.nextFC(), now, false)
+		return
+	}
 	if f := n.macCtl.pop(); f != nil {
 		n.transmit(f, now, false)
 		return
 	}
 	wake := clock.Never
+	ib := n.ib()
 	for p := 7; p >= 0; p-- {
 		tq := &n.q[p]
+		if ib && n.ibl.held[p] != nil {
+			// The VL's head packet waits for credit; a flow-control
+			// packet from the peer wakes the port.
+			if f := n.ibl.held[p]; n.ibCredit(f.Priority, f) {
+				n.ibl.held[p] = nil
+				n.transmit(f, now, true)
+				return
+			}
+			continue
+		}
 		if tq.frames.n == 0 && len(tq.qps) == 0 {
 			continue
 		}
@@ -123,8 +140,10 @@ func (n *NIC) kick() {
 			continue
 		}
 		if f := tq.frames.pop(); f != nil {
-			n.transmit(f, now, true)
-			return
+			if n.start(p, f, now) {
+				return
+			}
+			continue
 		}
 		for k := len(tq.qps); k > 0 && len(tq.qps) > 0; k-- {
 			if tq.rr >= len(tq.qps) {
@@ -134,8 +153,10 @@ func (n *NIC) kick() {
 			f, at := q.pull(now)
 			if f != nil {
 				tq.rr++
-				n.transmit(f, now, true)
-				return
+				if n.start(p, f, now) {
+					return
+				}
+				break
 			}
 			if at == clock.Never {
 				tq.removeAt(tq.rr)
@@ -150,6 +171,18 @@ func (n *NIC) kick() {
 	}
 }
 
+// start transmits data frame f of queue p now and reports true, or, on an
+// IB port whose VL lacks the credit for it, holds it at the head of the
+// queue and reports false.
+func (n *NIC) start(p int, f *frame.Frame, now clock.Time) bool {
+	if n.ib() && !n.ibCredit(f.Priority, f) {
+		n.ibl.held[p] = f
+		return false
+	}
+	n.transmit(f, now, true)
+	return true
+}
+
 // transmit starts f now: the port is busy until its tail has left. MAC
 // control frames (data false) are not a priority's traffic.
 func (n *NIC) transmit(f *frame.Frame, now clock.Time, data bool) {
@@ -162,6 +195,9 @@ func (n *NIC) transmit(f *frame.Frame, now clock.Time, data bool) {
 	n.port.TxPacketsPhy++
 	n.port.TxBytesPhy += uint64(l)
 	if data {
+		if n.ib() {
+			n.ibSent(f.Priority, f)
+		}
 		pc := &n.prio[f.Priority&7]
 		pc.TxPackets++
 		pc.TxBytes += uint64(l)
@@ -175,6 +211,10 @@ func (n *NIC) transmit(f *frame.Frame, now clock.Time, data bool) {
 // engine. A RoCEv2 frame from a host RoCE stack (soft-RoCE) is marked ECT(0)
 // as the engine's own are. Ownership passes to the NIC.
 func (n *NIC) SendHost(f *frame.Frame) {
+	if n.ib() {
+		n.sendHostIB(f)
+		return
+	}
 	p := n.classify(f.Data)
 	f.Priority = p
 	if !n.cfg.NotECT {
@@ -246,6 +286,10 @@ func (n *NIC) Receive(f *frame.Frame) {
 	b := f.Data
 	n.port.RxPacketsPhy++
 	n.port.RxBytesPhy += uint64(len(b))
+	if n.ib() {
+		n.receiveIB(f)
+		return
+	}
 	if len(b) >= wire.EthernetSize && binary.BigEndian.Uint16(b[12:]) == wire.EtherTypeMACControl {
 		// MAC control frames are counted by rx_pause_ctrl_phy, not as a
 		// priority's traffic.
@@ -324,7 +368,19 @@ func (n *NIC) receiveRoCE(f *frame.Frame, prio uint8) bool {
 		n.notifyCE(q, pkt, prio)
 	}
 	if h.Info.Flags&bth.Request != 0 {
-		q.respond(pkt)
+		var g *[grhSize]byte
+		if q.typ == IBV_QPT_UD {
+			// Verbs give a UD receiver the GRH; RoCEv2 over IPv4 puts
+			// the IPv4 header in its last 20 bytes.
+			g = &n.grh
+			*g = [grhSize]byte{}
+			if pkt.IPVersion == 4 {
+				copy(g[20:], pkt.IPv4[:20])
+			} else {
+				copy(g[:], pkt.IPv6[:grhSize])
+			}
+		}
+		q.respond(&pkt.Headers, g, 0, 0)
 	} else {
 		q.onResponse(h)
 	}

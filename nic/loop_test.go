@@ -353,6 +353,7 @@ type qpOpts struct {
 	accessQP    AccessFlags
 	accessMR    AccessFlags
 	skipConnect bool
+	sl          uint8
 }
 
 func (o *qpOpts) fill() {
@@ -424,7 +425,7 @@ func connect(t testing.TB, a, b *endpoint, o *qpOpts) {
 		}
 		rtr := &QPAttr{QPState: IBV_QPS_RTR, PathMTU: o.mtu, DestQPNum: peer.qp.QPN(), RQPSN: 0x100,
 			MaxDestRdAtomic: o.rdAtomic, MinRNRTimer: o.minRNR,
-			AHAttr: AHAttr{DMAC: peer.n.cfg.MAC, DGID: peer.n.GID()}}
+			AHAttr: AHAttr{DLID: peer.n.cfg.LID, DMAC: peer.n.cfg.MAC, DGID: peer.n.GID(), SL: o.sl}}
 		mask = IBV_QP_STATE
 		switch o.typ {
 		case IBV_QPT_RC:

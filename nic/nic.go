@@ -75,8 +75,15 @@ type NIC struct {
 	mrKeyGen uint8
 	ipID     uint16
 
+	// Native IB link layer (ib.go, iblink.go, ipoib.go).
+	ibl      ibLink
+	ipoibPSN uint32
+
 	// Scratch reused frame after frame (the hot path allocates nothing).
+	ibf    bth.IBFields
+	ibpkt  bth.IBPacket
 	pkt    bth.Packet
+	grh    [grhSize]byte
 	rf     bth.RoCEFields
 	mc     wire.MACControl
 	gather [4096]byte
@@ -114,6 +121,9 @@ func New(cfg *Config, clk clock.Clock, pool *frame.Pool) (*NIC, error) {
 		n.np = cc.NewNP(*c.DCQCN)
 	}
 	n.portTimer = clk.NewTimer(n.kick)
+	if c.Fabric == FabricIB {
+		n.ibl.fcTimer = clk.NewTimer(n.fcTick)
+	}
 	return n, nil
 }
 
@@ -126,6 +136,9 @@ func (n *NIC) Name() string { return n.cfg.Name }
 // Attach connects the NIC's port to the wire.
 func (n *NIC) Attach(tx PortTx) {
 	n.tx = tx
+	if n.ib() {
+		n.ibStart(true)
+	}
 	n.wake()
 }
 
@@ -135,6 +148,9 @@ func (n *NIC) Attach(tx PortTx) {
 func (n *NIC) SetLinkUp(up bool) {
 	n.linkDown = !up
 	if up {
+		if n.ib() {
+			n.ibStart(false)
+		}
 		n.wake()
 	}
 }
@@ -161,8 +177,14 @@ func (n *NIC) QP(qpn uint32) *QP {
 	return nil
 }
 
-// GID returns the NIC's RoCEv2 GID (its IP address, IPv4-mapped for IPv4).
+// GID returns the NIC's RoCEv2 GID (its IP address, IPv4-mapped for IPv4);
+// for an IB port its link-local GID, fe80::/64 with the port GUID (the
+// MAC as a modified EUI-64, as IPoIB hosts derive theirs).
 func (n *NIC) GID() netip.Addr {
+	if n.ib() {
+		m := n.cfg.MAC
+		return netip.AddrFrom16([16]byte{0xfe, 0x80, 8: m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]})
+	}
 	if n.ip4 {
 		return netip.AddrFrom16(n.ip.As16())
 	}

@@ -26,9 +26,11 @@ type QPInitAttr struct {
 	SQSigAll       bool // every send WR completes, signaled or not
 }
 
-// AHAttr is an address vector (struct ibv_ah_attr with its GRH, RoCEv2
-// flavour): where the peer is on the wire.
+// AHAttr is an address vector (struct ibv_ah_attr with its GRH): where the
+// peer is on the wire. A RoCE port reads DMAC and DGID; an IB port DLID
+// and SL (its packets are local: no GRH).
 type AHAttr struct {
+	DLID uint16
 	DMAC wire.MAC
 	// DGID is the peer's GID as an address: IPv4 (or IPv4-mapped IPv6)
 	// for RoCEv2 over IPv4, IPv6 otherwise.
@@ -39,7 +41,7 @@ type AHAttr struct {
 	TrafficClass uint8
 	FlowLabel    uint32 // 0: derived from the QP numbers (rdma_calc_flow_label)
 	HopLimit     uint8  // 0: 64
-	SL           uint8  // the priority under trust pcp
+	SL           uint8  // the priority under trust pcp; IB: the service level (0..15)
 }
 
 // AH is an address handle for UD sends (ibv_create_ah).
@@ -51,6 +53,12 @@ type AH struct {
 
 // CreateAH creates an address handle.
 func (pd *PD) CreateAH(attr *AHAttr) (*AH, error) {
+	if pd.nic.ib() {
+		if err := checkAHIB(pd.nic, attr); err != nil {
+			return nil, err
+		}
+		return &AH{pd: pd, attr: *attr}, nil
+	}
 	dip, err := gidAddr(attr.DGID)
 	if err != nil {
 		return nil, err
@@ -59,6 +67,16 @@ func (pd *PD) CreateAH(attr *AHAttr) (*AH, error) {
 		return nil, err
 	}
 	return &AH{pd: pd, attr: *attr, dip: dip}, nil
+}
+
+func checkAHIB(n *NIC, a *AHAttr) error {
+	switch {
+	case a.DLID == 0 || a.DLID >= 0xC000:
+		return fmt.Errorf("address vector: dlid %d is not a unicast LID", a.DLID)
+	case a.SL > 15:
+		return fmt.Errorf("address vector: sl %d out of 0..15", a.SL)
+	}
+	return nil
 }
 
 func gidAddr(gid netip.Addr) (netip.Addr, error) {
@@ -245,6 +263,9 @@ func (pd *PD) CreateQP(init *QPInitAttr) (*QP, error) {
 	}
 	if len(n.qps) == 0 {
 		n.qps = make([]*QP, firstQPN)
+	}
+	if len(n.qps) == IPoIBQPN {
+		n.qps = append(n.qps, nil) // IPoIB's, on every port
 	}
 	qpn := uint32(len(n.qps))
 	if qpn > bth.QPNMask {

@@ -202,7 +202,11 @@ func (q *QP) checkAttr(a *QPAttr, m QPAttrMask, e *ModifyQPError) error {
 	if m&IBV_QP_MAX_DEST_RD_ATOMIC != 0 && a.MaxDestRdAtomic > 16 {
 		return bad(IBV_QP_MAX_DEST_RD_ATOMIC, "max_dest_rd_atomic above 16")
 	}
-	if m&IBV_QP_AV != 0 {
+	if m&IBV_QP_AV != 0 && n.ib() {
+		if err := checkAHIB(n, &a.AHAttr); err != nil {
+			return bad(IBV_QP_AV, err.Error())
+		}
+	} else if m&IBV_QP_AV != 0 {
 		dip, err := gidAddr(a.AHAttr.DGID)
 		if err == nil {
 			err = checkAH(n, &a.AHAttr, dip)
@@ -301,6 +305,9 @@ func (q *QP) derive(m QPAttrMask) {
 		if n.cfg.Trust == TrustPCP {
 			prio = a.AHAttr.SL & 7
 		}
+		if n.ib() {
+			prio = n.slToVL(a.AHAttr.SL)
+		}
 		if prio != q.prio && q.scheduled {
 			n.unschedule(q)
 			q.prio = prio
@@ -333,8 +340,12 @@ func (q *QP) enter(cur, next QPState) error {
 		q.comp.psn = q.attr.SQPSN
 		q.comp.retryLeft = q.attr.RetryCnt
 		q.comp.rnrLeft = q.attr.RNRRetry
-		if q.rp == nil && n.cfg.CC == "dcqcn" {
+		switch {
+		case q.rp != nil:
+		case n.cfg.CC == "dcqcn":
 			q.rp = cc.NewRP(*n.cfg.DCQCN, n.cfg.Rate)
+		case n.cfg.CC == "ibcc":
+			q.rp = n.newIBCCRP(q.mtu)
 		}
 	case next == IBV_QPS_SQD:
 		q.sqDrain = false

@@ -246,7 +246,7 @@ func (q *QP) reqBuild(c *reqCtx, now clock.Time) reqState {
 	rf.BTH = bth.BTHFields{PKey: q.pkey, DestQP: q.attr.DestQPNum, PSN: psn}
 	rf.Ext = bth.ExtFields{}
 	var payload []byte
-	dmac, dip := q.dmac, q.dip
+	var ah *AH
 	switch {
 	case q.typ == IBV_QPT_UD:
 		rf.BTH.OpCode = bth.UDSendOnly
@@ -262,7 +262,7 @@ func (q *QP) reqBuild(c *reqCtx, now clock.Time) reqState {
 		rf.Ext.ImmDt = w.imm
 		rf.BTH.SE = w.flags&IBV_SEND_SOLICITED != 0
 		payload = n.payload(q, w, 0, w.sg.size)
-		dmac, dip = w.ah.attr.DMAC, w.ah.dip
+		ah = w.ah
 	case w.op.isSend():
 		rf.BTH.OpCode = sendOpcode(pos, w.op == IBV_WR_SEND_WITH_IMM, w.op == IBV_WR_SEND_WITH_INV)
 		off := k * mtu
@@ -301,7 +301,7 @@ func (q *QP) reqBuild(c *reqCtx, now clock.Time) reqState {
 			q.req.noAck++
 		}
 	}
-	c.f = n.emit(dmac, dip, q.dscp, n.ecnData(), q.prio, q.sport, q.flowLabel, q.qpn, payload)
+	c.f = n.emitTo(q, ah, payload)
 
 	if bth.PSNBefore(psn, q.req.highPSN) {
 		n.cnt[RoCEAdpRetrans]++

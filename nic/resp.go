@@ -147,24 +147,25 @@ var respStateNames = [numRespStates]string{
 func (s respState) String() string { return respStateNames[s] }
 
 type respCtx struct {
-	pkt   *bth.Packet
 	h     *bth.Headers
 	flags bth.OpFlags
 	psn   uint32
 	buf   []byte // the target of a WRITE FIRST/ONLY, READ or atomic
 }
 
-// respond runs the responder for one request packet.
-func (q *QP) respond(pkt *bth.Packet) {
+// respond runs the responder for one request packet. For UD, grh is what
+// the receiver's buffer gets in its first 40 bytes (nil: the packet had
+// none), slid and sl the sender's (IB; 0 on RoCE).
+func (q *QP) respond(h *bth.Headers, grh *[grhSize]byte, slid uint16, sl uint8) {
 	if q.resp.fatal {
 		q.nic.cnt[RxQPState]++
 		return
 	}
 	if q.typ == IBV_QPT_UD {
-		q.respondUD(pkt)
+		q.respondUD(h, grh, slid, sl)
 		return
 	}
-	c := respCtx{pkt: pkt, h: &pkt.Headers, flags: pkt.Info.Flags, psn: pkt.BTH.PSN()}
+	c := respCtx{h: h, flags: h.Info.Flags, psn: h.BTH.PSN()}
 	s := respCheckPSN
 	for s != respDone {
 		if q.nic.trace != nil {
@@ -686,19 +687,22 @@ func (q *QP) respond1() (*frame.Frame, bool) {
 		}
 		paced = true
 	}
-	f := n.emit(q.dmac, q.dip, q.dscp, n.ecnData(), q.prio, q.sport, q.flowLabel, q.qpn, payload)
+	f := n.emitTo(q, nil, payload)
 	if e.fatal {
 		q.toError()
 	}
 	return f, paced
 }
 
+// grhSize is the GRH verbs place at the start of a UD receive buffer.
+const grhSize = 40
+
 // respondUD receives a UD SEND : Q_Key, a receive WQE, length;
-// the first 40 bytes of the buffer get the GRH (for RoCEv2 over IPv4, the
-// IPv4 header in its last 20 bytes), as verbs programs expect.
-func (q *QP) respondUD(pkt *bth.Packet) {
+// the first 40 bytes of the buffer are the GRH's (for RoCEv2 over IPv4, the
+// IPv4 header in its last 20 bytes), as verbs programs expect; without a
+// GRH they are left alone and IBV_WC_GRH is clear.
+func (q *QP) respondUD(h *bth.Headers, grh *[grhSize]byte, slid uint16, sl uint8) {
 	n := q.nic
-	h := &pkt.Headers
 	if h.DETH.QKey() != q.attr.QKey {
 		n.cnt[RxQKeyViolation]++
 		return
@@ -714,23 +718,19 @@ func (q *QP) respondUD(pkt *bth.Packet) {
 	}
 	w := &q.rq[q.rqHead&uint32(len(q.rq)-1)]
 	q.rqHead++
-	const grh = 40
-	if uint32(grh+pl) > w.sg.size {
+	if uint32(grhSize+pl) > w.sg.size {
 		n.cnt[RespLocalLengthErr]++
 		n.cnt[RespCQEError]++
 		q.recvCQ.push(&WC{WRID: w.wrID, Status: IBV_WC_LOC_LEN_ERR, Opcode: IBV_WC_RECV, QPNum: q.qpn})
 		return
 	}
-	var g [grh]byte
-	if pkt.IPVersion == 4 {
-		copy(g[20:], pkt.IPv4[:20])
-	} else {
-		copy(g[:], pkt.IPv6[:grh])
+	wc := WC{WRID: w.wrID, Status: IBV_WC_SUCCESS, Opcode: IBV_WC_RECV, QPNum: q.qpn, ByteLen: uint32(grhSize + pl),
+		SrcQP: h.DETH.SrcQP(), PKeyIndex: q.attr.PKeyIndex, SLID: slid, SL: sl}
+	if grh != nil {
+		n.copyIn(q.pd, &w.sg, 0, grh[:])
+		wc.WCFlags |= IBV_WC_GRH
 	}
-	n.copyIn(q.pd, &w.sg, 0, g[:])
-	n.copyIn(q.pd, &w.sg, grh, h.Payload)
-	wc := WC{WRID: w.wrID, Status: IBV_WC_SUCCESS, Opcode: IBV_WC_RECV, QPNum: q.qpn, ByteLen: uint32(grh + pl),
-		SrcQP: h.DETH.SrcQP(), WCFlags: IBV_WC_GRH, PKeyIndex: q.attr.PKeyIndex}
+	n.copyIn(q.pd, &w.sg, grhSize, h.Payload)
 	if h.ImmDt != nil {
 		wc.WCFlags |= IBV_WC_WITH_IMM
 		wc.ImmData = h.ImmDt.Value()

@@ -1,0 +1,401 @@
+package nic
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"testing"
+
+	"github.com/emufabric/emufabric/bth"
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// ibPair is two IB HCAs back to back, LIDs 1 and 2, with a small receive
+// buffer so that credits, not the link, pace a long transfer.
+func ibPair(t *testing.T, blocks, vls int) *pair {
+	t.Helper()
+	cfg := func(lid uint16) func(*Config) {
+		return func(c *Config) {
+			c.Fabric, c.LID, c.IBBlocksPerVL, c.IBDataVLs = FabricIB, lid, blocks, vls
+		}
+	}
+	return newPair(t, pairOpts{seed: 7, cfgA: cfg(1), cfgB: cfg(2)})
+}
+
+// wireCheck validates every packet one direction carries: a 6-byte link
+// packet with a good LPCRC, or an IB data packet that decodes with good
+// ICRC and VCRC, from srcLID. It also checks the sender never exceeds the
+// receiver's advertised limit, as a receiver with that buffer would see.
+type wireCheck struct {
+	t       *testing.T
+	srcLID  uint16
+	data    int
+	fc      int
+	blocks  [8]int
+	maxUsed [8]int
+}
+
+func (w *wireCheck) tap(f *frame.Frame) {
+	b := f.Data
+	if len(b) == wire.IBLinkSize {
+		if err := wire.IBLink(b).Validate(0); err != nil {
+			w.t.Errorf("link packet: %v", err)
+		}
+		w.fc++
+		return
+	}
+	var p bth.IBPacket
+	if err := p.Decode(b, bth.VerifyICRC|bth.VerifyVCRC); err != nil {
+		w.t.Errorf("data packet % x: %v", b[:min(len(b), 32)], err)
+		return
+	}
+	if p.LRH.SLID() != w.srcLID {
+		w.t.Errorf("SLID %d, want %d", p.LRH.SLID(), w.srcLID)
+	}
+	w.data++
+	w.blocks[p.LRH.VL()] += wire.CreditBlocks(len(b))
+}
+
+func TestIBRCWriteReadSend(t *testing.T) {
+	p := ibPair(t, 128, 1) // 8 KiB of buffer: two 4 KiB packets in flight
+	ab := &wireCheck{t: t, srcLID: 1}
+	ba := &wireCheck{t: t, srcLID: 2}
+	p.ab.tap, p.ba.tap = ab.tap, ba.tap
+	a, b := setupRC(t, p, qpOpts{bufSize: 1 << 18})
+	const n = 64 << 10
+	for i := range n {
+		a.buf[i] = byte(i*7 + 3)
+		b.buf[n+i] = byte(i*13 + 1)
+	}
+	post := func(e *endpoint, wr *SendWR) {
+		t.Helper()
+		if err := e.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// WRITE a[0:n] -> b[0:n]; READ b[n:2n] -> a[n:2n]; SEND a[0:100] -> b's receive buffer at 2n.
+	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: n, LKey: a.mr.LKey()}}}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+	post(a, w)
+	r := &SendWR{WRID: 2, Opcode: IBV_WR_RDMA_READ, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr() + n, Length: n, LKey: a.mr.LKey()}}}
+	r.RDMA.RemoteAddr, r.RDMA.RKey = b.mr.Addr()+n, b.mr.RKey()
+	post(a, r)
+	if err := b.qp.PostRecv(&RecvWR{WRID: 9, SGList: []SGE{{Addr: b.mr.Addr() + 2*n, Length: 4096, LKey: b.mr.LKey()}}}); err != nil {
+		t.Fatal(err)
+	}
+	post(a, &SendWR{WRID: 3, Opcode: IBV_WR_SEND_WITH_IMM, ImmData: 0xfeed, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 100, LKey: a.mr.LKey()}}})
+	p.l.run(10*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 3 })
+	wcs := poll(a.scq)
+	if len(wcs) != 3 {
+		t.Fatalf("send completions %+v", wcs)
+	}
+	for _, wc := range wcs {
+		if wc.Status != IBV_WC_SUCCESS {
+			t.Errorf("completion %+v", wc)
+		}
+	}
+	if !bytes.Equal(b.buf[:n], a.buf[:n]) {
+		t.Error("WRITE: destination memory differs")
+	}
+	if !bytes.Equal(a.buf[n:2*n], b.buf[n:2*n]) {
+		t.Error("READ: destination memory differs")
+	}
+	p.l.run(p.l.now+clock.Millisecond, 1<<20, nil)
+	rw := poll(b.rcq)
+	if len(rw) != 1 || rw[0].ImmData != 0xfeed || rw[0].ByteLen != 100 || !bytes.Equal(b.buf[2*n:2*n+100], a.buf[:100]) {
+		t.Errorf("SEND: %+v", rw)
+	}
+	for _, x := range []*NIC{p.a, p.b} {
+		if c := x.Count(IBCreditOverrun); c != 0 {
+			t.Errorf("%s: ib_credit_overrun %d", x.Name(), c)
+		}
+		if c := x.Count(IBFCRx); c == 0 {
+			t.Errorf("%s: no flow-control packet received", x.Name())
+		}
+	}
+	if p.a.Count(IBCreditWaits) == 0 {
+		t.Errorf("a 64 KiB WRITE into 8 KiB of credit never waited")
+	}
+	if ab.data == 0 || ab.fc == 0 || ba.data == 0 || ba.fc == 0 {
+		t.Errorf("wire a->b %d data %d fc, b->a %d data %d fc", ab.data, ab.fc, ba.data, ba.fc)
+	}
+	if c := p.a.Count(RoCEAdpRetrans) + p.b.Count(RoCEAdpRetrans); c != 0 {
+		t.Errorf("%d retransmissions on a lossless link", c)
+	}
+}
+
+// Without the peer's first flow-control packet an IB port sends nothing;
+// the held packet leaves when credit arrives.
+func TestIBNoCreditNoData(t *testing.T) {
+	p := ibPair(t, 80, 1)
+	starve := true
+	p.ba.drop = func(f *frame.Frame) bool { return starve && len(f.Data) == wire.IBLinkSize }
+	a, b := setupRC(t, p, qpOpts{})
+	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 8192, LKey: a.mr.LKey()}}}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+	copy(a.buf, "credit")
+	if err := a.qp.PostSend(w); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(200*clock.Microsecond, 1<<20, nil)
+	if got := p.ab.sent - uint64(p.a.Count(IBFCTx)); got != 0 {
+		t.Fatalf("%d data packets sent without credit", got)
+	}
+	if p.a.Count(IBCreditWaits) == 0 {
+		t.Error("no credit wait counted")
+	}
+	starve = false
+	p.l.run(p.l.now+20*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 1 })
+	if wc := poll(a.scq); len(wc) != 1 || wc[0].Status != IBV_WC_SUCCESS || string(b.buf[:6]) != "credit" {
+		t.Fatalf("after credit: %+v", wc)
+	}
+}
+
+// A VL whose credits stop does not block another VL (IBA 7.9.4: flow
+// control is per VL).
+func TestIBVLIsolation(t *testing.T) {
+	p := ibPair(t, 80, 2)
+	// b never grants VL1 after its first flow-control packet.
+	granted := false
+	p.ba.drop = func(f *frame.Frame) bool {
+		if len(f.Data) != wire.IBLinkSize || wire.IBLink(f.Data).VL() != 1 {
+			return false
+		}
+		if granted {
+			return true
+		}
+		granted = true
+		return false
+	}
+	o0, o1 := qpOpts{bufSize: 1 << 17, sl: 0}, qpOpts{bufSize: 1 << 17, sl: 1}
+	a0, b0 := setupRC(t, p, o0)
+	a1, b1 := setupRC(t, p, o1)
+	if a0.qp.Priority() != 0 || a1.qp.Priority() != 1 {
+		t.Fatalf("VLs %d and %d, want 0 and 1", a0.qp.Priority(), a1.qp.Priority())
+	}
+	write := func(a, b *endpoint) {
+		w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+			SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
+		w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+		if err := a.qp.PostSend(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(a1, b1) // higher VL first: strict priority would serve it first
+	write(a0, b0)
+	p.l.run(5*clock.Millisecond, 1<<22, func() bool { return a0.scq.Len() == 1 })
+	if wc := poll(a0.scq); len(wc) != 1 || wc[0].Status != IBV_WC_SUCCESS {
+		t.Fatalf("VL0 write did not complete beside a starved VL1: %+v", wc)
+	}
+	if a1.scq.Len() != 0 {
+		t.Error("VL1 completed without credit")
+	}
+	if tx := p.a.Prio(1).TxPackets; tx == 0 || tx > 1 {
+		// 80 blocks of credit hold one 4 KiB packet: exactly one went.
+		t.Errorf("VL1 sent %d packets on one 80-block grant", tx)
+	}
+	if p.a.Count(IBCreditWaits) == 0 {
+		t.Error("ib_credit_waits did not count the starved VL")
+	}
+}
+
+// A FECN-marked packet is answered with a CN packet; its BECN raises the
+// sender's CCT index (IBA Annex A10).
+func TestIBFECNBECN(t *testing.T) {
+	p := ibPair(t, 1024, 1)
+	marked := 0
+	p.ab.mangle = func(f *frame.Frame) {
+		b := f.Data
+		if len(b) < wire.LRHSize+bth.BTHSize || len(b) == wire.IBLinkSize || marked == 3 {
+			return
+		}
+		// A switch sets FECN (masked by the ICRC) and so recomputes
+		// the VCRC.
+		bth.BTH(b[wire.LRHSize:]).SetFECN(true)
+		wire.PutVCRC(b)
+		marked++
+	}
+	a, b := setupRC(t, p, qpOpts{bufSize: 1 << 17})
+	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+	if err := a.qp.PostSend(w); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(5*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 1 })
+	if wc := poll(a.scq); len(wc) != 1 || wc[0].Status != IBV_WC_SUCCESS {
+		t.Fatalf("%+v", wc)
+	}
+	if got := p.b.Count(NPCNPSent); got != 3 {
+		t.Errorf("CN packets sent %d, want 3 (one per FECN)", got)
+	}
+	if got := p.a.Count(RPCNPHandled); got != 3 {
+		t.Errorf("BECNs handled %d, want 3", got)
+	}
+	if r, ok := a.qp.rp.(interface{ CCTI() uint16 }); !ok || r.CCTI() == 0 {
+		t.Errorf("reaction point %T did not raise its CCT index", a.qp.rp)
+	}
+}
+
+func TestIBUD(t *testing.T) {
+	p := ibPair(t, 1024, 1)
+	o := qpOpts{typ: IBV_QPT_UD}
+	o.fill()
+	a, b := newTestEndpoint(t, p.a, &o), newTestEndpoint(t, p.b, &o)
+	connect(t, a, b, &o)
+	if _, err := a.pd.CreateAH(&AHAttr{DLID: 0xC001}); err == nil {
+		t.Error("a multicast DLID made a unicast address handle")
+	}
+	ah, err := a.pd.CreateAH(&AHAttr{DLID: 2, SL: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.qp.PostRecv(&RecvWR{WRID: 1, SGList: []SGE{{Addr: b.mr.Addr(), Length: 4096 + 40, LKey: b.mr.LKey()}}}); err != nil {
+		t.Fatal(err)
+	}
+	copy(a.buf, "ib datagram")
+	wr := &SendWR{WRID: 1, Opcode: IBV_WR_SEND, SendFlags: IBV_SEND_SIGNALED, SGList: []SGE{{Addr: a.mr.Addr(), Length: 11, LKey: a.mr.LKey()}}}
+	wr.UD.AH, wr.UD.RemoteQPN, wr.UD.RemoteQKey = ah, b.qp.QPN(), 0x11111111
+	if err := a.qp.PostSend(wr); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(clock.Millisecond, 1<<20, nil)
+	r := poll(b.rcq)
+	if len(r) != 1 || r[0].Status != IBV_WC_SUCCESS || r[0].SLID != 1 || r[0].WCFlags&IBV_WC_GRH != 0 ||
+		r[0].SrcQP != a.qp.QPN() || string(b.buf[40:51]) != "ib datagram" {
+		t.Fatalf("%+v %q", r, b.buf[40:51])
+	}
+}
+
+// Corruption on the wire is caught by the ICRC (payload) or the VCRC (a
+// header byte the ICRC masks), counted, and repaired by the RC transport.
+func TestIBCorruption(t *testing.T) {
+	p := ibPair(t, 1024, 1)
+	k := 0
+	p.ab.mangle = func(f *frame.Frame) {
+		b := f.Data
+		if len(b) < 200 {
+			return
+		}
+		k++
+		switch k {
+		case 3:
+			b[100] ^= 0x40 // payload: ICRC
+		case 6:
+			b[0] ^= 0x10 // the VL nibble: masked by the ICRC, caught by the VCRC
+		}
+	}
+	a, b := setupRC(t, p, qpOpts{bufSize: 1 << 17, retry: 7})
+	for i := range 1 << 16 {
+		a.buf[i] = byte(i)
+	}
+	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+	if err := a.qp.PostSend(w); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(50*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 1 })
+	if wc := poll(a.scq); len(wc) != 1 || wc[0].Status != IBV_WC_SUCCESS {
+		t.Fatalf("%+v", wc)
+	}
+	if !bytes.Equal(a.buf[:1<<16], b.buf[:1<<16]) {
+		t.Error("memory differs after recovery")
+	}
+	if p.b.Count(RxICRCErr) != 1 || p.b.Count(IBVCRCErr) != 1 {
+		t.Errorf("rx_icrc_errors %d, ib_vcrc_errors %d, want 1 and 1", p.b.Count(RxICRCErr), p.b.Count(IBVCRCErr))
+	}
+}
+
+// IPoIB: the host's Ethernet frames cross as UD SENDs to the neighbour's
+// IPoIB QP and come out as Ethernet frames again; ARP is answered locally.
+func TestIPoIB(t *testing.T) {
+	macA, macB := wire.MAC{2, 0, 0, 0, 0, 1}, wire.MAC{2, 0, 0, 0, 0, 2}
+	ipA, ipB := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	cfg := func(lid uint16, peer IPoIBNeighbour) func(*Config) {
+		return func(c *Config) {
+			c.Fabric, c.LID = FabricIB, lid
+			c.IPoIB = &IPoIB{Neighbours: []IPoIBNeighbour{peer}}
+		}
+	}
+	p := newPair(t, pairOpts{seed: 3,
+		cfgA: cfg(1, IPoIBNeighbour{IP: ipB, MAC: macB, LID: 2}),
+		cfgB: cfg(2, IPoIBNeighbour{IP: ipA, MAC: macA, LID: 1})})
+	var upA, upB [][]byte
+	p.a.SetHostDeliver(func(f *frame.Frame) { upA = append(upA, bytes.Clone(f.Data)); f.Put() })
+	p.b.SetHostDeliver(func(f *frame.Frame) { upB = append(upB, bytes.Clone(f.Data)); f.Put() })
+	wc := &wireCheck{t: t, srcLID: 1}
+	p.ab.tap = wc.tap
+
+	// An IPv4 packet (its contents are not IPoIB's business).
+	pkt := make([]byte, 14+1000)
+	copy(pkt[0:6], macB[:])
+	copy(pkt[6:12], macA[:])
+	binary.BigEndian.PutUint16(pkt[12:], wire.EtherTypeIPv4)
+	for i := 14; i < len(pkt); i++ {
+		pkt[i] = byte(i)
+	}
+	send := func(b []byte) {
+		f := p.pool.Get(len(b))
+		copy(f.Data, b)
+		p.a.SendHost(f)
+	}
+	send(pkt)
+	// An ARP request from a's kernel for b's address.
+	arp := make([]byte, 14+28)
+	copy(arp[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	copy(arp[6:12], macA[:])
+	binary.BigEndian.PutUint16(arp[12:], 0x0806)
+	copy(arp[14:], []byte{0, 1, 8, 0, 6, 4, 0, 1})
+	copy(arp[22:28], macA[:])
+	copy(arp[28:32], ipA.AsSlice())
+	copy(arp[38:42], ipB.AsSlice())
+	send(arp)
+	// A multicast frame: IPoIB here has no multicast group.
+	mc := bytes.Clone(pkt)
+	copy(mc[0:6], []byte{1, 0, 0x5e, 0, 0, 1})
+	send(mc)
+	p.l.run(clock.Millisecond, 1<<20, nil)
+
+	if len(upB) != 1 || !bytes.Equal(upB[0][14:], pkt[14:]) || [6]byte(upB[0][0:6]) != macB || [6]byte(upB[0][6:12]) != macA {
+		t.Fatalf("b's host got %d frames; first % x", len(upB), upB)
+	}
+	if len(upA) != 1 || binary.BigEndian.Uint16(upA[0][20:]) != 2 || [6]byte(upA[0][22:28]) != macB || !bytes.Equal(upA[0][28:32], ipB.AsSlice()) {
+		t.Fatalf("a's host got %d frames (want one ARP reply): % x", len(upA), upA)
+	}
+	if wc.data != 1 {
+		t.Errorf("%d IPoIB packets on the wire, want 1", wc.data)
+	}
+	if p.a.Count(IPoIBTxPackets) != 1 || p.b.Count(IPoIBRxPackets) != 1 || p.a.Count(IPoIBNoNeighbour) != 1 || p.a.Count(IPoIBARPReplies) != 1 {
+		t.Errorf("ipoib tx %d rx %d no_neighbour %d arp %d", p.a.Count(IPoIBTxPackets), p.b.Count(IPoIBRxPackets),
+			p.a.Count(IPoIBNoNeighbour), p.a.Count(IPoIBARPReplies))
+	}
+}
+
+func TestIBConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.LID = 0 }, "lid 0"},
+		{func(c *Config) { c.LID = 0xC000 }, "unicast LID"},
+		{func(c *Config) { c.IBDataVLs = 9 }, "data VLs"},
+		{func(c *Config) { c.IBBlocksPerVL = 4000 }, "credit window"},
+		{func(c *Config) { c.IBBlocksPerVL = 64 }, "largest packet"},
+		{func(c *Config) { c.CC = "dcqcn" }, "ibcc or none"},
+		{func(c *Config) { c.SL2VL = &[16]uint8{3: 2} }, "sl2vl 3 -> 2"},
+	} {
+		cfg := &Config{Name: "x", MAC: wire.MAC{2}, IP: netip.MustParseAddr("10.0.0.1"), Rate: 1e9, Fabric: FabricIB, LID: 5}
+		c.cfg(cfg)
+		_, err := New(cfg, &loop{}, frame.NewPool())
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
+			t.Errorf("want error with %q, got %v", c.want, err)
+		}
+	}
+}

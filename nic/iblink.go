@@ -1,0 +1,171 @@
+package nic
+
+import (
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// IB link-level flow control (IBA Vol 1 §7.9.4), per data VL. As a sender
+// the port counts the 64-byte blocks it sent (FCTBS) and may start a packet
+// only while the receiver's last credit limit (FCCL) covers it; a packet
+// that does not fit waits whole in held[vl], so the VL is blocked and the
+// others are not. As a receiver it counts the blocks received (ABR) and
+// grants ABR + its buffer in flow-control packets: the engine consumes a
+// packet as it arrives, so the buffer is always free again at once.
+
+// ibLink is the flow-control state of the port's data VLs.
+type ibLink struct {
+	fctbs     [8]uint16 // blocks sent per VL, mod 4096
+	fccl      [8]uint16 // the peer's last credit limit
+	fcclKnown [8]bool   // no flow-control packet yet: nothing may be sent
+	held      [8]*frame.Frame
+	stalled   [8]bool
+
+	abr     [8]uint16 // blocks received per VL
+	advABR  [8]uint16 // ABR as of the last flow-control packet sent
+	fcLast  [8]clock.Time
+	fcDue   uint8 // VLs whose flow-control packet is owed
+	fcTimer clock.Timer
+}
+
+// fcUpdate is the least interval between two flow-control packets of a VL
+// triggered by arrivals; the refresh timer (Config.IBFCRefresh) sends the
+// rest and keeps credits alive if an update is lost.
+const fcUpdate = clock.Microsecond
+
+// ibStart grants the initial credits of every data VL: at link up each
+// end owes the other its first flow-control packets (IBA 7.9.4.1, the
+// LinkInitialize exchange, reduced to its outcome).
+// attach is true when the port is first attached: until the peer's first
+// flow-control packet nothing may be sent. A link that comes back keeps
+// the limits it had; the FCTBS in both ends' next packets resynchronise.
+func (n *NIC) ibStart(attach bool) {
+	l := &n.ibl
+	for vl := range n.cfg.IBDataVLs {
+		l.fcDue |= 1 << vl
+		if attach {
+			l.fcclKnown[vl] = false
+		}
+	}
+	n.wake()
+}
+
+// ibCredit reports whether f, to go out on vl, fits the peer's credit
+// limit now; a packet that does not stays held and counts one wait.
+func (n *NIC) ibCredit(vl uint8, f *frame.Frame) bool {
+	l := &n.ibl
+	if l.fcclKnown[vl] && wire.CanSend(l.fccl[vl], l.fctbs[vl], wire.CreditBlocks(len(f.Data))) {
+		l.stalled[vl] = false
+		return true
+	}
+	if !l.stalled[vl] {
+		l.stalled[vl] = true
+		n.cnt[IBCreditWaits]++
+	}
+	return false
+}
+
+// ibSent accounts a data packet's blocks on its VL.
+func (n *NIC) ibSent(vl uint8, f *frame.Frame) {
+	n.ibl.fctbs[vl] = wire.AddBlocks(n.ibl.fctbs[vl], wire.CreditBlocks(len(f.Data)))
+}
+
+// receiveLinkPacket takes a flow-control packet: the peer's new limit for
+// a VL, and its FCTBS, to which our ABR resynchronises (IBA 7.9.4.3: that
+// recovers blocks of packets lost on the link).
+func (n *NIC) receiveLinkPacket(b []byte) {
+	lp := wire.IBLink(b)
+	if lp.Validate(0) != nil {
+		n.cnt[IBLinkErr]++
+		return
+	}
+	n.cnt[IBFCRx]++
+	vl := lp.VL()
+	if int(vl) >= n.cfg.IBDataVLs {
+		return // a VL we do not run: nothing to send on it
+	}
+	l := &n.ibl
+	l.fccl[vl], l.fcclKnown[vl] = lp.FCCL(), true
+	if lp.Op() == wire.IBLinkOpNormal {
+		l.abr[vl] = lp.FCTBS()
+	}
+	n.wake()
+}
+
+// ibArrived accounts the blocks of a data packet received on vl and owes
+// the sender their credit back.
+func (n *NIC) ibArrived(vl uint8, size int) {
+	if int(vl) >= n.cfg.IBDataVLs {
+		n.cnt[IBVLErr]++
+		return
+	}
+	l := &n.ibl
+	blocks := wire.CreditBlocks(size)
+	if !wire.CanSend(wire.AddBlocks(l.advABR[vl], n.cfg.IBBlocksPerVL), l.abr[vl], blocks) {
+		n.cnt[IBCreditOverrun]++ // the sender ignored our limit
+	}
+	l.abr[vl] = wire.AddBlocks(l.abr[vl], blocks)
+	now := n.clk.Now()
+	if now-l.fcLast[vl] >= fcUpdate {
+		l.fcDue |= 1 << vl
+		n.wake()
+		return
+	}
+	n.armFC(l.fcLast[vl] + fcUpdate)
+}
+
+func (n *NIC) armFC(at clock.Time) {
+	l := &n.ibl
+	if w, ok := l.fcTimer.When(); !ok || w > at {
+		l.fcTimer.Reset(at)
+	}
+}
+
+// fcTick owes a flow-control packet on every VL whose ABR moved since its
+// last one or whose refresh is due.
+func (n *NIC) fcTick() {
+	l := &n.ibl
+	now := n.clk.Now()
+	next := clock.Never
+	for vl := range n.cfg.IBDataVLs {
+		if l.abr[vl] != l.advABR[vl] && now-l.fcLast[vl] >= fcUpdate || now-l.fcLast[vl] >= n.cfg.IBFCRefresh {
+			l.fcDue |= 1 << vl
+			continue
+		}
+		at := l.fcLast[vl] + n.cfg.IBFCRefresh
+		if l.abr[vl] != l.advABR[vl] {
+			at = l.fcLast[vl] + fcUpdate
+		}
+		next = min(next, at)
+	}
+	if next != clock.Never {
+		l.fcTimer.Reset(next)
+	}
+	if l.fcDue != 0 {
+		n.wake()
+	}
+}
+
+// nextFC builds the flow-control packet of the lowest VL owed one. Link
+// packets use no credits and go before data (IBA 7.9.4).
+func (n *NIC) nextFC() *frame.Frame {
+	l := &n.ibl
+	vl := 0
+	for l.fcDue&(1<<vl) == 0 {
+		vl++
+	}
+	l.fcDue &^= 1 << vl
+	now := n.clk.Now()
+	l.fcLast[vl] = now
+	l.advABR[vl] = l.abr[vl]
+	op := uint8(wire.IBLinkOpNormal)
+	f := n.pool.Get(wire.IBLinkSize)
+	wire.IBLink(f.Data).Encode(&wire.IBLinkFields{Op: op, FCTBS: l.fctbs[vl], VL: uint8(vl),
+		FCCL: wire.AddBlocks(l.abr[vl], n.cfg.IBBlocksPerVL)})
+	f.Priority = uint8(vl)
+	f.Note = "ib fc"
+	n.cnt[IBFCTx]++
+	n.armFC(now + n.cfg.IBFCRefresh)
+	return f
+}
