@@ -25,6 +25,17 @@ import (
 // Records are copied on the loop goroutine and handed to the client's
 // writer goroutine through a bounded channel; a client that cannot keep
 // up loses records (counted as capture_drops), never slows the switch.
+//
+// An IB switch's ports are pcapng interfaces of link type 197 (ERF), as
+// `emulab sim --capture` and Mellanox's ibdump write IB: a data packet
+// (LRH through VCRC) is an ERF record of type 21, a 6-byte link
+// (flow-control) packet one of type 25. The ERF header's interface number
+// repeats the direction for Wireshark's erf.flags.cap: 0 received by the
+// switch port, 1 sent by it. Wireshark 4.0's infiniband_link dissector
+// reads more than the 6 bytes of a link packet and shows a correct one
+// as Malformed; a capture request with "pad_links": true writes each link
+// packet zero-padded to 64 bytes (ERF wlen 64, the real 6 bytes first),
+// as `emulab sim --capture-pad-links` does.
 
 type capDir uint8
 
@@ -45,6 +56,7 @@ const captureQueue = 4096
 
 type capRecord struct {
 	iface   int
+	dir     capDir
 	ts      time.Time
 	data    []byte
 	comment string
@@ -56,6 +68,8 @@ type captureSub struct {
 	ifaces map[int]int
 	ch     chan capRecord
 	closed bool // loop goroutine: unsubscribed, ch closed
+	// padLinks pads IB link packets to 64 bytes (see above).
+	padLinks bool
 }
 
 // capture records data on every capture of p. Loop goroutine. Records
@@ -69,22 +83,23 @@ func (d *Daemon) capture(p *swPort, dir capDir, data []byte, note string) {
 	}
 	data = append([]byte(nil), data...)
 	if d.cur != nil {
-		d.held = append(d.held, heldRecord{p, data, c})
+		d.held = append(d.held, heldRecord{p, dir, data, c})
 		return
 	}
-	d.emit(p, data, c, time.Now())
+	d.emit(p, dir, data, c, time.Now())
 }
 
 type heldRecord struct {
 	p       *swPort
+	dir     capDir
 	data    []byte
 	comment string
 }
 
-func (d *Daemon) emit(p *swPort, data []byte, comment string, ts time.Time) {
+func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts time.Time) {
 	for _, s := range p.caps {
 		select {
-		case s.ch <- capRecord{iface: s.ifaces[p.idx], ts: ts, data: data, comment: comment}:
+		case s.ch <- capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment}:
 		default:
 			p.st.CaptureDrops++
 		}
@@ -98,7 +113,10 @@ func (d *Daemon) receiveCaptured(p *swPort, f *frame.Frame) {
 	if len(p.caps) > 0 {
 		data = append([]byte(nil), f.Data...)
 	}
-	if f.Len() >= wire.EthernetSize && f.Data[12] == 0x88 && f.Data[13] == 0x08 {
+	switch {
+	case d.ib && isIBLink(f.Data):
+		d.curNote = ibLinkNote(f.Data, "received")
+	case !d.ib && isMACControl(f.Data):
 		d.curNote = pfcNote(f.Data, "received")
 	}
 	d.cur = f
@@ -112,10 +130,10 @@ func (d *Daemon) receiveCaptured(p *swPort, f *frame.Frame) {
 		if note != "" {
 			c += ": " + note
 		}
-		d.emit(p, data, c, ts)
+		d.emit(p, dirRx, data, c, ts)
 	}
 	for i, h := range d.held {
-		d.emit(h.p, h.data, h.comment, ts)
+		d.emit(h.p, h.dir, h.data, h.comment, ts)
 		d.held[i] = heldRecord{}
 	}
 	d.held = d.held[:0]
@@ -129,6 +147,14 @@ func (d *Daemon) trace(ev switchcore.TraceEvent) {
 	}
 	pname := d.ports[ev.Port].name
 	switch ev.Kind {
+	case switchcore.TraceCreditStall:
+		if d.cur != nil {
+			d.curNote = joinNote(d.curNote, fmt.Sprintf("%s VL %d out of credit: held until the peer grants more", pname, ev.Prio))
+		}
+	case switchcore.TraceFECNMark:
+		if ev.Frame != nil {
+			ev.Frame.Note = joinNote(ev.Frame.Note, fmt.Sprintf("FECN marked at %s VL %d depth %d bytes", pname, ev.Prio, ev.Bytes))
+		}
 	case switchcore.TraceECNMark:
 		if ev.Frame != nil {
 			ev.Frame.Note = joinNote(ev.Frame.Note, fmt.Sprintf("ECN CE marked at %s queue %d depth %d bytes", pname, ev.Prio, ev.Bytes))
@@ -164,7 +190,11 @@ func (d *Daemon) trace(ev switchcore.TraceEvent) {
 		}
 	case switchcore.TraceHeadroomOverflow:
 		if ev.Frame != nil && ev.Frame == d.cur {
-			d.curNote = joinNote(d.curNote, fmt.Sprintf("lossless PG %d beyond its xoff headroom on %s (configuration error)", ev.Prio, pname))
+			if d.ib {
+				d.curNote = joinNote(d.curNote, fmt.Sprintf("the peer sent beyond the credit %s advertised on VL %d (%d blocks over; kept, IB never drops)", pname, ev.Prio, ev.Bytes))
+			} else {
+				d.curNote = joinNote(d.curNote, fmt.Sprintf("lossless PG %d beyond its xoff headroom on %s (configuration error)", ev.Prio, pname))
+			}
 		}
 	case switchcore.TracePFCWDStorm, switchcore.TracePFCWDRestore:
 		if d.cur != nil {
@@ -208,8 +238,8 @@ func joinNote(a, b string) string {
 }
 
 // subscribe starts a capture of ports (indexes); loop goroutine.
-func (d *Daemon) subscribe(ports []int) *captureSub {
-	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue)}
+func (d *Daemon) subscribe(ports []int, padLinks bool) *captureSub {
+	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue), padLinks: padLinks}
 	for i, idx := range ports {
 		s.ifaces[idx] = i
 		p := d.ports[idx]
@@ -246,9 +276,14 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 	if err != nil {
 		return err
 	}
+	link := capture.LinkTypeEthernet
+	if d.ib {
+		link = capture.LinkTypeERF
+	}
+	var pad [64]byte
 	for _, idx := range ports {
 		if _, err := ng.AddInterface(capture.Interface{
-			LinkType:    capture.LinkTypeEthernet,
+			LinkType:    link,
 			Name:        d.sw.Name() + ":" + d.ports[idx].name,
 			Description: "emuswitch " + d.opts.Node + " port " + d.ports[idx].name,
 		}); err != nil {
@@ -269,7 +304,19 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 		if !ok {
 			return ng.Close()
 		}
-		if err := ng.WritePacket(r.iface, r.ts, r.data, r.comment); err != nil {
+		var err error
+		switch {
+		case !d.ib:
+			err = ng.WritePacket(r.iface, r.ts, r.data, r.comment)
+		case isIBLink(r.data) && s.padLinks:
+			copy(pad[:], r.data)
+			err = ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBandLink, uint8(r.dir), pad[:], r.comment)
+		case isIBLink(r.data):
+			err = ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBandLink, uint8(r.dir), r.data, r.comment)
+		default:
+			err = ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBand, uint8(r.dir), r.data, r.comment)
+		}
+		if err != nil {
 			return err
 		}
 		// Flush when the queue is drained: a live viewer sees every frame

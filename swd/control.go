@@ -12,6 +12,7 @@ import (
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/mad"
 )
 
 // The control protocol: newline-delimited JSON over a unix stream socket
@@ -23,8 +24,16 @@ import (
 //	{"op":"link","port":"p1","rate":"10G"|"delay":"1us"|"loss":0.01|"corrupt":0.001}
 //	                                 -> {"ok":true,"port":{...status of p1...}}
 //	{"op":"capture","ports":["p1"]}  -> {"ok":true,"ports":["p1"]} then pcapng until the client closes
+//	                                    (IB: ERF records; "pad_links":true pads link packets, capture.go)
 //
 // Failures answer {"ok":false,"error":"..."} and keep the connection.
+//
+// An IB switch's counters leave out the flood counters (it never floods)
+// and add, per data VL, vlN_tx_credits (64-byte blocks the port may still
+// send before the peer grants more) and vlN_rx_free_blocks (free receive
+// buffer); with a subnet management agent, sma_* (switch-wide, on every
+// port). Its status gives each port's IBA logical state (ib_state) when
+// the switch has an agent.
 
 // Request is one control request.
 type Request struct {
@@ -36,6 +45,9 @@ type Request struct {
 	Delay   string   `json:"delay,omitempty"`
 	Loss    *float64 `json:"loss,omitempty"`
 	Corrupt *float64 `json:"corrupt,omitempty"`
+	// PadLinks (capture, IB switch) pads link packets to 64 bytes for
+	// Wireshark 4.0's dissector.
+	PadLinks bool `json:"pad_links,omitempty"`
 }
 
 // Response is one control response. Ports holds []PortCounters for
@@ -94,6 +106,9 @@ type PortStatus struct {
 	// NoFlood: the port is left out of broadcast/multicast flooding
 	// (--no-flood, outside the switches' spanning tree).
 	NoFlood bool `json:"no_flood,omitempty"`
+	// IBState is the port's IBA logical state (Down, Initialize, Armed,
+	// Active) on an IB switch with a subnet management agent.
+	IBState string `json:"ib_state,omitempty"`
 }
 
 // listenControl creates the control socket, mode 0600.
@@ -249,9 +264,13 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 	}
 	fn("link_queue_drop", qd)
 	fn("not_connected_drop", st.NotConnected)
-	fn("flood_rx", st.FloodRx)
-	fn("flood_tx", st.FloodTx)
-	fn("flood_blocked_rx", st.FloodBlocked)
+	if d.ib {
+		d.eachIBCounter(p, fn)
+	} else {
+		fn("flood_rx", st.FloodRx)
+		fn("flood_tx", st.FloodTx)
+		fn("flood_blocked_rx", st.FloodBlocked)
+	}
 	fn("capture_drop", st.CaptureDrops)
 	t := p.transport()
 	fn("transport_rx_frames", t.RxFrames)
@@ -275,6 +294,9 @@ func (d *Daemon) portStatus(p *swPort) PortStatus {
 	}
 	if p.bind != nil {
 		s.URI, s.Transport = p.bind.URI, string(p.bind.Kind)
+	}
+	if a := d.sw.SMA(); a != nil {
+		s.IBState = mad.PortStateName(a.PortState(p.idx + 1))
 	}
 	return s
 }
@@ -409,7 +431,7 @@ func (d *Daemon) handleCapture(c net.Conn, br *bufio.Reader, enc *json.Encoder, 
 		idx = append(idx, p.idx)
 	}
 	var sub *captureSub
-	if !d.onLoop(func() { sub = d.subscribe(idx) }) {
+	if !d.onLoop(func() { sub = d.subscribe(idx, req.PadLinks) }) {
 		enc.Encode(Response{Error: "daemon is shutting down"})
 		return
 	}

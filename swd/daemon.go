@@ -7,6 +7,11 @@
 // capture (control.go, capture.go); an optional HTTP listener serves
 // Prometheus metrics (metrics.go).
 //
+// A lab of fabric ib runs the same engine in native InfiniBand mode
+// (ib.go): every transport message is one raw IB packet, LRH through VCRC,
+// or one 6-byte link (flow-control) packet; there is no Ethernet, so no
+// TAP ports and no flooding, and captures are ERF records.
+//
 // cmd/emuswitch only turns flags into Options and calls Run.
 package swd
 
@@ -61,6 +66,10 @@ type Daemon struct {
 
 	ports     []*swPort
 	headBytes int
+	// ib is set for a lab of fabric ib (ib.go); vls is then the number
+	// of data VLs the switch runs.
+	ib  bool
+	vls int
 
 	// Capture state, loop goroutine.
 	capturing bool
@@ -114,14 +123,15 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 	if d.node.Kind != lab.KindSwitch {
 		return nil, fmt.Errorf("--node %s: node is a %s, not a switch", opts.Node, d.node.Kind)
 	}
-	if spec.Fabric == lab.FabricIB {
-		return nil, fmt.Errorf("--lab %s: fabric ib: emuswitch carries Ethernet (RoCEv2) labs only", opts.Lab)
-	}
+	d.ib = spec.Fabric == lab.FabricIB
 	binds := make(map[string]*PortBind, len(opts.Ports))
 	for i := range opts.Ports {
 		b := &opts.Ports[i]
 		if d.node.Port(b.Port) == nil {
 			return nil, fmt.Errorf("--port %s=%s: switch %s has no port %s", b.Port, b.URI, opts.Node, b.Port)
+		}
+		if d.ib && b.Kind == TAPLink {
+			return nil, fmt.Errorf("--port %s=%s: fabric ib: a TAP is an Ethernet device and an IB switch port carries IB packets (LRH ... VCRC); bind %s with seqpacket-listen, seqpacket-dial or udp", b.Port, b.URI, b.Port)
 		}
 		binds[b.Port] = b
 	}
@@ -130,13 +140,22 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		if d.node.Port(name) == nil {
 			return nil, fmt.Errorf("--no-flood %s: switch %s has no port %s", name, opts.Node, name)
 		}
-		noFlood[name] = true
+		if !d.ib {
+			noFlood[name] = true
+		}
+	}
+	if d.ib && len(opts.NoFlood) > 0 {
+		d.log.Printf("fabric ib: --no-flood %v has no effect: an IB switch never floods (it forwards by DLID through its LFT)", opts.NoFlood)
 	}
 	cfg, err := sim.SwitchConfig(spec, d.node, spec.Sim.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("--node %s: %w", opts.Node, err)
 	}
-	addHostForwarding(spec, d.node, cfg)
+	if d.ib {
+		d.configureIB(spec, cfg)
+	} else {
+		addHostForwarding(spec, d.node, cfg)
+	}
 
 	d.clk = rt.NewClock(opts.Dilation)
 	d.loop = rt.NewLoop(d.clk)
@@ -151,6 +170,11 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 	seed := spec.Sim.Seed ^ h.Sum64()
 	d.rng = rand.New(rand.NewPCG(seed, seed^0x5851F42D4C957F2D))
 	d.sw.SetTrace(d.trace)
+	if d.ib {
+		if err := d.enableSMA(spec); err != nil {
+			return nil, fmt.Errorf("--node %s: %w", opts.Node, err)
+		}
+	}
 
 	for i, lp := range d.node.Ports {
 		p := &swPort{d: d, idx: i, name: lp.Name, bind: binds[lp.Name], adminUp: true, speed: d.sw.PortSpeed(i), noFlood: noFlood[lp.Name]}
@@ -175,14 +199,22 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		p.nicPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindNIC
 		p.both = p.bind != nil && (p.bind.Kind == TAPLink || p.nicPeer)
 		p.out = newDelayLine(d.clk, rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: p.headBytes}, p.toPeer)
+		p.out.lossless = d.ib
 		if p.both {
 			in := rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: d.headBytes}
 			if p.nicPeer {
 				in = rt.PacerConfig{Rate: unpaced, Delay: p.delay}
 			}
 			p.in = newDelayLine(d.clk, in, p.fromPeer)
+			p.in.lossless = d.ib
 		}
 		d.ports = append(d.ports, p)
+		if d.ib {
+			// Down until a peer connects: an IB port starts its link
+			// flow control (ResetIBFlowControl, then the engine's first
+			// flow-control packets) when it does, not into the void.
+			d.sw.SetPortUp(i, false)
+		}
 		d.sw.Attach(i, p)
 	}
 	if err := d.bindAll(ctx); err != nil {
@@ -505,6 +537,11 @@ func (d *Daemon) attachLoop(p *swPort, link rt.Link) (*rt.Port, error) {
 	p.resetHold()
 	p.direct = p.bind.Kind == TAPLink
 	p.connected = true
+	if d.ib {
+		// A new peer (a restarted emunic, a redialled switch) counts its
+		// blocks from 0: so do we (IBA 7.9.4, LinkInitialize).
+		d.sw.ResetIBFlowControl(p.idx)
+	}
 	p.syncUp()
 	return tp, nil
 }

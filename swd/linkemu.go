@@ -65,6 +65,11 @@ type delayLine struct {
 	// busy is the tail of the last frame booked: the wire is taken until
 	// then.
 	busy clock.Time
+	// lossless: the wire never drops for lack of room (an IB link, whose
+	// sender is bounded by the receiver's credits: the frames in flight
+	// never exceed the receive buffer plus the small flow-control and
+	// VL15 packets, however slow the wire).
+	lossless bool
 }
 
 type pending struct {
@@ -94,7 +99,7 @@ func (d *delayLine) setDelay(t clock.Time) {
 
 // push books f, offered at now, whose tail arrives at tailIn (0: whole).
 func (d *delayLine) push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
-	if d.busy-now > maxWireQueue {
+	if d.busy-now > maxWireQueue && !d.lossless {
 		d.drops++
 		f.Put()
 		return
@@ -106,7 +111,7 @@ func (d *delayLine) push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
 		d.sink(f, rel, tail)
 		return
 	}
-	if len(d.q)-d.head >= delayLineLimit {
+	if len(d.q)-d.head >= delayLineLimit && !d.lossless {
 		d.drops++
 		f.Put()
 		return

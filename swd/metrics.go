@@ -24,6 +24,11 @@ import (
 // (seconds, bytes), counters ending in _total, and labels lab, node, port
 // and priority instead of names with the priority baked in
 // (rx_prio3_pause => emu_pfc_pause_frames_received_total{priority="3"}).
+//
+// An IB switch has no PFC, ECN, priority groups or flooding: instead of
+// those families it exports per data VL, with a vl label, what IB's
+// port counters and credits show (emu_vl_*, port_xmit_wait as
+// emu_port_xmit_wait_seconds_total) and its SMA's SMP counts.
 
 // metricsContentType is the text exposition format's media type.
 const metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -71,8 +76,10 @@ func (d *Daemon) metricsText() []byte {
 		ctr("emu_port_transmitted_packets_total", "Frames transmitted by the switch port (tx_packets_phy).", c.TxPacketsPhy)
 		ctr("emu_port_transmitted_bytes_total", "Bytes transmitted by the switch port (tx_bytes_phy).", c.TxBytesPhy)
 		ctr("emu_port_link_down_events_total", "Times the port went down (link_down_events_phy).", c.LinkDownEvents)
-		ctr("emu_pause_frames_received_total", "MAC Control frames (PFC and PAUSE) received (rx_pause_ctrl_phy).", c.RxPauseCtrlPhy)
-		ctr("emu_pause_frames_transmitted_total", "PFC frames transmitted (tx_pause_ctrl_phy).", c.TxPauseCtrlPhy)
+		if !d.ib {
+			ctr("emu_pause_frames_received_total", "MAC Control frames (PFC and PAUSE) received (rx_pause_ctrl_phy).", c.RxPauseCtrlPhy)
+			ctr("emu_pause_frames_transmitted_total", "PFC frames transmitted (tx_pause_ctrl_phy).", c.TxPauseCtrlPhy)
+		}
 		for r := switchcore.DropMalformed; r < switchcore.NumDropReasons; r++ {
 			add("emu_port_dropped_packets_total", "counter", "Frames the switch dropped, by reason.",
 				"{"+pl+`,reason="`+r.String()+`"}`, float64(c.Drops[r]))
@@ -83,8 +90,10 @@ func (d *Daemon) metricsText() []byte {
 		}
 		dir("emu_link_lost_packets_total", "Frames lost by the emulated wire (link loss).", p.st.LinkLossTx, p.st.LinkLossRx)
 		dir("emu_link_corrupted_packets_total", "Frames corrupted by the emulated wire.", p.st.LinkCorruptTx, p.st.LinkCorruptRx)
-		dir("emu_flooded_packets_total", "Broadcast and multicast frames flooded by the daemon.", p.st.FloodTx, p.st.FloodRx)
-		ctr("emu_flood_blocked_packets_total", "Broadcast and multicast frames received on a port left out of flooding (--no-flood) and dropped.", p.st.FloodBlocked)
+		if !d.ib {
+			dir("emu_flooded_packets_total", "Broadcast and multicast frames flooded by the daemon.", p.st.FloodTx, p.st.FloodRx)
+			ctr("emu_flood_blocked_packets_total", "Broadcast and multicast frames received on a port left out of flooding (--no-flood) and dropped.", p.st.FloodBlocked)
+		}
 		qd := p.out.drops
 		if p.in != nil {
 			qd += p.in.drops
@@ -95,6 +104,10 @@ func (d *Daemon) metricsText() []byte {
 		ctr("emu_transport_tx_queue_dropped_packets_total", "Frames dropped because the transport writer's queue was full.", t.TxQueueDrops)
 		ctr("emu_transport_tx_holds_total", "Times the port's transmitter was held because the transport writer fell behind (frames waited in the egress queues).", p.hold.holds)
 		ctr("emu_capture_dropped_records_total", "Capture records a slow capture client lost.", p.st.CaptureDrops)
+		if d.ib {
+			d.ibMetrics(p, pl, add)
+			continue
+		}
 		for prio := range switchcore.NumPriorities {
 			pc := &c.Prio[prio]
 			ql := "{" + pl + `,priority="` + strconv.Itoa(prio) + `"}`
@@ -120,6 +133,16 @@ func (d *Daemon) metricsText() []byte {
 			pgauge("emu_pg_headroom_watermark_bytes", "Highest headroom occupancy of the priority group.", float64(pc.PGHeadroomWatermark))
 			pgauge("emu_pfc_paused", "1 while received PFC pauses this egress priority.", b2f(d.sw.Paused(p.idx, prio)))
 			pgauge("emu_pfc_xoff_asserted", "1 while the switch asserts XOFF for this priority to its peer.", b2f(d.sw.XoffSent(p.idx, prio)))
+		}
+	}
+	if a := d.sw.SMA(); a != nil {
+		st := d.sw.SMAStats()
+		for _, r := range []struct {
+			result string
+			v      uint64
+		}{{"consumed", st.Consumed}, {"malformed", st.Malformed}, {"sent", st.Sent}, {"no_route", st.NoRoute}, {"link_down", st.LinkDown}} {
+			add("emu_sma_packets_total", "counter", "Subnet management packets of the switch's SMA: consumed (addressed to it), malformed, sent (responses and forwarded SMPs), and responses dropped for no_route or link_down.",
+				"{"+base+`,result="`+r.result+`"}`, float64(r.v))
 		}
 	}
 	var b bytes.Buffer

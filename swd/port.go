@@ -137,7 +137,10 @@ func (p *swPort) Transmit(f *frame.Frame) {
 	lost := p.loss > 0 && d.rng.Float64() < p.loss
 	if len(p.caps) > 0 {
 		note := f.Note
-		if f.Len() >= wire.EthernetSize && f.Data[12] == 0x88 && f.Data[13] == 0x08 {
+		switch {
+		case d.ib && isIBLink(f.Data):
+			note = joinNote(note, ibLinkNote(f.Data, "sent"))
+		case !d.ib && isMACControl(f.Data):
 			note = joinNote(note, pfcNote(f.Data, "sent"))
 		}
 		if lost {
@@ -151,7 +154,7 @@ func (p *swPort) Transmit(f *frame.Frame) {
 		return
 	}
 	if p.corrupt > 0 && d.rng.Float64() < p.corrupt {
-		corrupt(f, d.rng)
+		d.corrupt(f)
 		p.st.LinkCorruptTx++
 	}
 	f.Note = ""
@@ -202,7 +205,7 @@ func (p *swPort) deliver(fs []*frame.Frame) {
 			continue
 		}
 		if p.corrupt > 0 && d.rng.Float64() < p.corrupt {
-			corrupt(f, d.rng)
+			d.corrupt(f)
 			p.st.LinkCorruptRx++
 		}
 		p.in.push(now, f, 0)
@@ -240,10 +243,12 @@ func (p *swPort) fromPeer(f *frame.Frame, release, tail clock.Time) {
 // them, as a port in the Discarding state of IEEE 802.1D-2004 (R)STP does,
 // so a flood never circulates round a cycle of switches. Unicast still
 // uses them (routes, ECMP).
+//
+// An IB switch never floods (ib.go).
 func (p *swPort) ingress(f *frame.Frame) {
 	d := p.d
 	b := f.Data
-	if len(b) >= wire.EthernetSize && b[0]&1 != 0 && !linkLocal(b) {
+	if !d.ib && len(b) >= wire.EthernetSize && b[0]&1 != 0 && !linkLocal(b) {
 		if p.noFlood {
 			if len(p.caps) > 0 {
 				d.capture(p, dirRx, b, "not flooded: arrived on a --no-flood port")
@@ -282,6 +287,21 @@ func (p *swPort) ingress(f *frame.Frame) {
 // reserved address 01:80:C2:00:00:00..0F.
 func linkLocal(b []byte) bool {
 	return b[0] == 0x01 && b[1] == 0x80 && b[2] == 0xC2 && b[3] == 0 && b[4] == 0 && b[5] <= 0x0F
+}
+
+// corrupt damages f as a bit error on the emulated wire.
+func (d *Daemon) corrupt(f *frame.Frame) {
+	if d.ib {
+		corruptIB(f, d.rng)
+		return
+	}
+	corrupt(f, d.rng)
+}
+
+// isMACControl reports whether an Ethernet frame is a MAC Control frame
+// (PFC, PAUSE).
+func isMACControl(b []byte) bool {
+	return len(b) >= wire.EthernetSize && b[12] == 0x88 && b[13] == 0x08
 }
 
 // corrupt flips one byte after the Ethernet header, as a bit error the

@@ -35,6 +35,7 @@
 //	func (s *Switch) Stormed(port, prio int) bool               // PFC watchdog storm state
 //	func (s *Switch) Credits(port, vl int) (avail int, ok bool) // IB: credits we may still send
 //	func (s *Switch) RxFreeBlocks(port, vl int) int              // IB: our free receive blocks
+//	func (s *Switch) ResetIBFlowControl(port int)               // IB: a new peer: counters from 0
 //	func (c *PortCounters) Each(fn func(name string, v uint64))  // ethtool -S style names
 //	func (c *PortCounters) TotalDrops() uint64
 //	func (s *Switch) SetTrace(fn func(ev TraceEvent))

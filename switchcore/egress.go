@@ -36,14 +36,15 @@ func (s *Switch) tryTx(p *port) {
 			s.transmit(p, f, now, false)
 			continue
 		}
-		if p.txHeld {
-			return // HoldTx(false) calls tryTx again
-		}
 		if s.cfg.Fabric == FabricIB {
+			// ibTx sends flow-control packets first, held or not.
 			if !s.ibTx(p, now) {
 				return
 			}
 			continue
+		}
+		if p.txHeld {
+			return // HoldTx(false) calls tryTx again
 		}
 		q, wake := s.selectQueue(p, now)
 		if q < 0 {

@@ -80,6 +80,38 @@ func (s *Switch) ibPeriodic(p *port) {
 	s.tryTx(p)
 }
 
+// ResetIBFlowControl restarts port's link-level flow control as a link
+// that comes up through LinkInitialize does (IBA 7.9.4): both 12-bit
+// counters of every data VL start at 0 (FCTBS on the transmit side, ABR on
+// the receive side), the peer's credit limit is forgotten, so nothing is
+// sent on a data VL until the peer's first flow-control packet for it, and
+// VL arbitration starts from the head of its tables. Packets still held
+// in our receive buffer keep their blocks until they leave (the FCCL we
+// advertise counts them as used). Call it while the port is down, before
+// SetPortUp(true), when the peer behind the port is a new one (a real-time
+// driver whose peer process restarted); a link that only flapped keeps its
+// counters, which the FCTBS resynchronisation keeps consistent anyway.
+func (s *Switch) ResetIBFlowControl(port int) {
+	if s.cfg.Fabric != FabricIB {
+		return
+	}
+	p := &s.ports[port]
+	ib := &p.ib
+	now := s.clk.Now()
+	for vl := range ib.fccl {
+		if ib.waiting[vl] {
+			w := int64(now - ib.waitSince[vl])
+			p.c.Prio[vl].XmitWaitPs += w
+			p.c.PortXmitWaitPs += w
+			ib.waiting[vl] = false
+			p.ibStallEnded(vl, now)
+		}
+		ib.abr[vl], ib.fccl[vl], ib.fctbs[vl], ib.haveFCCL[vl] = 0, 0, 0, false
+	}
+	ib.fcPending = 0
+	ib.highIdx, ib.lowIdx, ib.highRem, ib.lowRem, ib.highBytes = 0, 0, 0, 0, 0
+}
+
 // fccl is the credit limit we advertise for receive VL vl.
 func (p *port) fcclFor(vl int) uint16 {
 	free := max(p.ib.rxFree[vl], 0)
@@ -250,6 +282,9 @@ func (s *Switch) ibTx(p *port, now clock.Time) bool {
 		p.c.Prio[vl].FCTx++
 		s.transmit(p, f, now, false)
 		return true
+	}
+	if p.txHeld {
+		return false // HoldTx(false) calls tryTx again
 	}
 	wake := clock.Never
 	ready := uint8(0)

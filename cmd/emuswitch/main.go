@@ -21,6 +21,17 @@
 // parallel links) the ports outside one spanning tree must be given, or a
 // broadcast circulates for ever; `emulab up` computes the tree from the
 // lab file and passes them.
+//
+// A lab of fabric ib runs the switch in native InfiniBand mode: every
+// seqpacket message or UDP datagram is one IB packet as on the wire (LRH
+// through VCRC) or one 6-byte link (flow-control) packet. The switch
+// forwards by DLID (the lab's static LIDs, or what the subnet manager of
+// an ib.sm section programs through the switch's SMA), advertises its
+// receive buffer per data VL with link packets when a peer connects, and
+// sends a data packet on a VL only once the peer has granted credit for
+// it. A tap: port is refused (a TAP is an Ethernet device); --no-flood
+// has no effect (an IB switch never floods). Captures are ERF records
+// (pcap link type 197) in pcapng.
 package main
 
 import (
