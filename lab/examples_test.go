@@ -34,6 +34,7 @@ func TestExamplesLoad(t *testing.T) {
 		"two-hosts.yaml":         {FabricRoCE, 1, 2, 2, 1, 200 * clock.Microsecond},
 		"ib-two-hosts.yaml":      {FabricIB, 1, 2, 2, 2, 200 * clock.Microsecond},
 		"ib-fat-tree.yaml":       {FabricIB, 6, 16, 24, 8, 1500 * clock.Microsecond},
+		"ib-rdma.yaml":           {FabricIB, 2, 5, 6, 3, 2 * clock.Millisecond},
 	}
 	for _, f := range files {
 		name := filepath.Base(f)

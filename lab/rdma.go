@@ -62,10 +62,13 @@ func (d *decoder) rdmaSettings(s *Spec, m *mapping, f *Flow) {
 	}
 	f.Op = RDMAOp(x)
 	f.QPs, f.Depth = 1, 16
-	if s.Fabric == FabricIB {
-		d.errorf(p, "RDMA operations run on the RoCEv2 NIC; fabric ib has synthetic traffic only (kind)")
+	if s.Fabric == FabricIB && s.IB != nil && s.IB.SM != nil {
+		d.errorf(p, "RDMA operations on fabric ib need static LIDs for now: the NIC engine has no subnet management agent, so remove ib.sm (LIDs are then given by lid or assigned in node order)")
 	}
 	for _, k := range rawOnlyKeys {
+		if k == "sl" && s.Fabric == FabricIB {
+			continue // the QPs' service level on native IB
+		}
 		if _, kp, ok := m.get(k); ok {
 			d.errorf(kp, "%s is for raw flows (kind); an op flow posts verbs as fast as the NIC and its congestion control allow", k)
 		}
@@ -83,6 +86,9 @@ func (d *decoder) rdmaSettings(s *Spec, m *mapping, f *Flow) {
 	if v, p, ok := m.get("cc"); ok {
 		if c, ok := d.enum(p, v, CCDCQCN, CCNone); ok {
 			f.CC = c
+			if c == CCDCQCN && s.Fabric == FabricIB {
+				d.errorf(p, "fabric ib: congestion control is the IB annex's (the ib.cc section); cc: none turns it off for this sender")
+			}
 		}
 	}
 }

@@ -21,7 +21,12 @@ import (
 var nicCounterColumns = []string{"np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored", "np_ecn_marked_roce_packets", "roce_adp_retrans",
 	"out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rx_icrc_errors"}
 
-func rdmaSummary(ew io.Writer, r *sim.Results) {
+// ibNICCounterColumns are an IB HCA's: the IB CC annex's events counted
+// under mlx5's congestion names, then the link layer's.
+var ibNICCounterColumns = []string{"np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "roce_adp_retrans",
+	"local_ack_timeout_err", "ib_credit_waits", "ib_fc_tx", "ib_fc_rx", "ib_credit_overrun", "rx_icrc_errors", "ib_vcrc_errors"}
+
+func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 	if len(r.RDMA) == 0 {
 		return
 	}
@@ -80,6 +85,10 @@ func rdmaSummary(ew io.Writer, r *sim.Results) {
 	if len(r.NICs) == 0 {
 		return
 	}
+	if ib {
+		ibNICSummary(ew, r)
+		return
+	}
 	fmt.Fprintf(ew, "\nNICs (mlx5 hw_counters; PFC received summed over priorities)\n")
 	nt := &Table{Header: append(append([]string{"nic"}, nicCounterColumns...), "PFC rx", "paused us")}
 	nt.Right = make([]bool, len(nt.Header))
@@ -98,6 +107,25 @@ func rdmaSummary(ew io.Writer, r *sim.Results) {
 			paused += int64(n.PauseDuration[p])
 		}
 		row = append(row, u(pfc), usec(paused))
+		nt.Add(row...)
+	}
+	nt.Write(ew)
+}
+
+// ibNICSummary is the NIC table of an IB lab: FECN received and CN
+// packets sent (np_*), BECNs handled (rp_cnp_handled), credit flow control.
+func ibNICSummary(ew io.Writer, r *sim.Results) {
+	fmt.Fprintf(ew, "\nHCAs (FECN received, CN sent, BECN handled; credit waits and flow-control packets)\n")
+	header := []string{"hca", "FECN rx", "CN tx", "BECN handled", "retransmitted", "ack timeouts", "credit waits", "FC tx", "FC rx", "credit overrun", "ICRC errors", "VCRC errors"}
+	nt := &Table{Header: header, Right: make([]bool, len(header))}
+	for i := 1; i < len(nt.Right); i++ {
+		nt.Right[i] = true
+	}
+	for _, n := range r.NICs {
+		row := []string{n.Name}
+		for _, c := range ibNICCounterColumns {
+			row = append(row, u(n.Counter(c)))
+		}
 		nt.Add(row...)
 	}
 	nt.Write(ew)

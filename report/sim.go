@@ -57,7 +57,7 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 		}
 	}
 
-	rdmaSummary(ew, r)
+	rdmaSummary(ew, r, spec.Fabric == lab.FabricIB)
 
 	if spec.Fabric == lab.FabricIB {
 		ibSummary(ew, spec, r)

@@ -15,6 +15,26 @@ func nicConfig(spec *lab.Spec, n *lab.Node) NICConfig {
 	if n.Trust == lab.TrustPCP {
 		c.Trust = nic.TrustPCP
 	}
+	if spec.Fabric == lab.FabricIB {
+		c.Fabric, c.LID, c.DCQCN = FabricIB, n.LID, nil
+		ibc := n.IB
+		if ibc == nil {
+			ibc = spec.IB
+		}
+		if ibc != nil {
+			c.IBDataVLs = ibc.MaxVLs
+			sl2vl := ibc.SL2VL
+			c.IBSL2VL = &sl2vl
+			if ibc.VLBuffer > 0 {
+				c.IBBlocksPerVL = min(int(ibc.VLBuffer/64), 2047)
+			}
+			c.IBCC = hostIBCC(ibc)
+		}
+		if c.CC == lab.CCNone {
+			c.IBCC = nil
+		}
+		c.CC = ""
+	}
 	return c
 }
 
@@ -23,7 +43,10 @@ func nicConfig(spec *lab.Spec, n *lab.Node) NICConfig {
 func rdmaFlowConfig(spec *lab.Spec, fl *lab.Flow) RDMAFlowConfig {
 	c := RDMAFlowConfig{Name: fl.Name, Src: fl.Src.Name, Dst: fl.Dst[0].Name, Size: int(fl.Size.Size),
 		Count: fl.Count, QPs: fl.QPs, Depth: fl.Depth, Start: fl.Start, Stop: fl.Stop,
-		DSCP: fl.DSCP, Priority: int(fl.Priority), MTU: fl.PMTU}
+		DSCP: fl.DSCP, Priority: int(fl.Priority), MTU: fl.PMTU, SL: fl.SL}
+	if spec.Fabric == lab.FabricIB {
+		c.Priority, c.DSCP = -1, 0 // an IB flow is placed by its SL
+	}
 	if c.Count == 0 && c.Stop == 0 {
 		c.Stop = spec.Sim.Duration
 	}

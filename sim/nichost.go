@@ -35,6 +35,17 @@ type NICConfig struct {
 	// IgnorePFC makes the NIC ignore received PFC on every priority.
 	IgnorePFC  bool
 	Retransmit nic.Retransmit
+
+	// Native IB (Fabric FabricIB): the NIC frames LRH/BTH/ICRC/VCRC and
+	// runs per-VL credits; LID addresses it (it must be static: the NIC
+	// has no SMA). IBCC configures its IB CC reaction point (CC "ibcc");
+	// nil turns congestion control off, as on a synthetic IB host.
+	Fabric        Fabric
+	LID           uint16
+	IBDataVLs     int
+	IBSL2VL       *[16]uint8
+	IBBlocksPerVL int
+	IBCC          *cc.IBCC
 }
 
 // nicHost places a nic.NIC in the simulation. The NIC itself is created at
@@ -51,13 +62,18 @@ type nicHost struct {
 func (h *nicHost) deliver(_ int, f *frame.Frame) { h.n.Receive(f) }
 func (h *nicHost) headBytes() int                { return h.n.HeadBytes() } // 0: whole frame
 func (h *nicHost) linkState(_ int, up bool)      { h.n.SetLinkUp(up) }
-func (h *nicHost) ib() bool                      { return false }
+func (h *nicHost) ib() bool                      { return h.cfg.Fabric == FabricIB }
 
 // AddNIC adds a host with an RDMA NIC.
 func (s *Sim) AddNIC(cfg NICConfig) error {
 	h := &nicHost{s: s, cfg: cfg, idx: len(s.nics)}
-	if cfg.CC != "" && cfg.CC != "dcqcn" && cfg.CC != "none" {
+	switch {
+	case cfg.Fabric == FabricIB && cfg.CC != "" && cfg.CC != "ibcc" && cfg.CC != "none":
+		return fmt.Errorf("sim: nic %s: cc %q: an IB NIC runs ibcc or none", cfg.Name, cfg.CC)
+	case cfg.Fabric != FabricIB && cfg.CC != "" && cfg.CC != "dcqcn" && cfg.CC != "none":
 		return fmt.Errorf("sim: nic %s: cc %q: want dcqcn or none", cfg.Name, cfg.CC)
+	case cfg.Fabric == FabricIB && cfg.LID == 0:
+		return fmt.Errorf("sim: nic %s: an IB NIC needs a LID", cfg.Name)
 	}
 	if cfg.DCQCN != nil {
 		if err := cfg.DCQCN.Validate(); err != nil {
@@ -91,6 +107,16 @@ func (s *Sim) nicHost(name string) *nicHost {
 	return h
 }
 
+// slToVL is an IB NIC's VL for an SL (its SL2VL reduced to its data VLs,
+// as a synthetic IB host does).
+func (h *nicHost) slToVL(sl uint8) uint8 {
+	vls := uint8(max(h.cfg.IBDataVLs, 1))
+	if h.cfg.IBSL2VL != nil {
+		return h.cfg.IBSL2VL[sl&15] % vls
+	}
+	return sl % vls
+}
+
 // dscpToPrio is the NIC's classification of a DSCP (trust dscp).
 func (h *nicHost) dscpToPrio(dscp uint8) uint8 {
 	if h.cfg.DSCPToPrio != nil {
@@ -114,7 +140,21 @@ func (s *Sim) startNICs() error {
 		if h.cfg.IgnorePFC {
 			c.PFC = &[8]bool{}
 		}
-		if mtu := h.link.Cfg.MTU; mtu > 0 {
+		if h.ib() {
+			c.Fabric, c.LID, c.IBDataVLs, c.IBBlocksPerVL = nic.FabricIB, h.cfg.LID, h.cfg.IBDataVLs, h.cfg.IBBlocksPerVL
+			var sl2vl [16]uint8
+			for sl := range sl2vl {
+				sl2vl[sl] = h.slToVL(uint8(sl))
+			}
+			c.SL2VL = &sl2vl
+			c.IBCC, c.Trust, c.DSCP2Prio, c.DCQCN = h.cfg.IBCC, nic.TrustDSCP, nil, nil
+			if c.IBCC == nil {
+				c.CC = "none"
+			}
+			if mtu := h.link.Cfg.MTU; mtu > 0 {
+				c.PortMTU = mtu // an IB link's MTU is the IB MTU
+			}
+		} else if mtu := h.link.Cfg.MTU; mtu > 0 {
 			// The largest IB MTU whose RoCE packet (IP 20 + UDP 8 + BTH 12
 			// + RETH 16 + payload + ICRC 4) fits the link.
 			c.PortMTU = 256
@@ -156,7 +196,7 @@ func (s *Sim) routeTargets() []routeTarget {
 		out = append(out, routeTarget{ep: h, link: h.link, tx: h.tx, ip: h.cfg.IP, lid: h.cfg.LID})
 	}
 	for _, h := range s.nics {
-		out = append(out, routeTarget{ep: h, link: h.link, tx: h.tx, ip: h.cfg.IP})
+		out = append(out, routeTarget{ep: h, link: h.link, tx: h.tx, ip: h.cfg.IP, lid: h.cfg.LID})
 	}
 	return out
 }

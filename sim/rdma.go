@@ -52,6 +52,7 @@ type RDMAFlowConfig struct {
 	DSCP     uint8      // traffic class of the QPs' frames (DSCP<<2 on the wire)
 	Priority int        // >= 0: must agree with the NIC's dscp2prio of DSCP; -1: derived
 	MTU      int        // path MTU bytes (256..4096); zero: 4096 capped by the ports
+	SL       uint8      // IB: the QPs' service level (their VL through the NIC's SL2VL)
 }
 
 // rdmaFlow is one RDMA flow: its connections and streams.
@@ -109,6 +110,15 @@ func (s *Sim) AddRDMAFlow(cfg RDMAFlowConfig) error {
 		cfg.Depth = 16
 	}
 	f := &rdmaFlow{s: s, id: len(s.rdma), cfg: cfg, src: src, dst: dst, prio: src.dscpToPrio(cfg.DSCP)}
+	if src.ib() != dst.ib() {
+		return fmt.Errorf("sim: flow %q: %s and %s are not on the same fabric", cfg.Name, cfg.Src, cfg.Dst)
+	}
+	if src.ib() {
+		if cfg.SL > 15 {
+			return fmt.Errorf("sim: flow %q: sl %d out of 0..15", cfg.Name, cfg.SL)
+		}
+		f.prio = src.slToVL(cfg.SL)
+	}
 	if cfg.Priority >= 0 && uint8(cfg.Priority) != f.prio {
 		return fmt.Errorf("sim: flow %q: priority %d, but NIC %s classifies DSCP %d to priority %d (set its dscp2prio)",
 			cfg.Name, cfg.Priority, cfg.Src, cfg.DSCP, f.prio)
@@ -128,7 +138,7 @@ func (f *rdmaFlow) start() error {
 	}
 	for i := 0; i < c.QPs; i++ {
 		ea, eb, err := nic.Connect(f.src.n, f.dst.n, nic.ConnectOpts{
-			TrafficClass: c.DSCP << 2, MTU: mtu, BufSize: c.Size,
+			TrafficClass: c.DSCP << 2, SL: c.SL, MTU: mtu, BufSize: c.Size,
 			SendWR: max(c.Depth, 16), RecvWR: max(c.Depth, 16),
 			// Distinct initial PSNs per connection, deterministic.
 			PSN: uint32(f.id*7919+i*104729) & 0xFFFFFF,

@@ -50,10 +50,10 @@ func TestSimCommandExamples(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			// The dcqcn-* examples run RDMA flows on real NICs only: their
+			// The dcqcn-* and ib-rdma examples run RDMA flows on real NICs only: their
 			// flows are in the RDMA table and rdma_qps.csv, flows.csv and
 			// host_pause.csv (synthetic hosts) have a header only.
-			rdmaOnly := strings.Contains(file, "dcqcn-")
+			rdmaOnly := strings.Contains(file, "dcqcn-") || strings.Contains(file, "ib-rdma")
 			table := "\nFlows\n"
 			if rdmaOnly {
 				table = "\nRDMA flows"
