@@ -28,8 +28,9 @@ import (
 //
 // Failures answer {"ok":false,"error":"..."} and keep the connection.
 //
-// An IB switch's counters leave out the flood counters (it never floods)
-// and add, per data VL, vlN_tx_credits (64-byte blocks the port may still
+// An IB switch's per-priority counters (rx_prioN_packets, tx_prioN_bytes,
+// ...) count VL N; its counters leave out the flood counters (it never
+// floods) and add, per data VL, vlN_tx_credits (64-byte blocks the port may still
 // send before the peer grants more) and vlN_rx_free_blocks (free receive
 // buffer); with a subnet management agent, sma_* (switch-wide, on every
 // port). Its status gives each port's IBA logical state (ib_state) when

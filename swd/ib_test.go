@@ -493,3 +493,29 @@ func TestIBSubnetManagerLab(t *testing.T) {
 		t.Errorf("no sma_* counters with an agent")
 	}
 }
+
+// TestIBCorruptDiscarded: a bit error on the emulated wire into the
+// switch damages the packet anywhere; the switch's VCRC check discards
+// it (drop_malformed) and it never reaches h2. A corrupted link packet
+// fails its LPCRC the same way.
+func TestIBCorruptDiscarded(t *testing.T) {
+	td := startIBDaemon(t)
+	h1, h2 := td.peer[0], td.peer[1]
+	h2.grant(1, 0, ibBlocks)
+	waitFor(t, "h2's credit", func() bool { return td.counters(t, "p2")["vl1_tx_credits"] == ibBlocks })
+	one := 1.0
+	var st StatusResponse
+	td.call(t, Request{Op: "link", Port: "p1", Corrupt: &one}, &st)
+	if !st.OK {
+		t.Fatalf("corrupt: %+v", st)
+	}
+	h1.grant(0, 0, ibBlocks)
+	h1.send(ibData(t, 0, 1, td.spec.Node("h1").LID, td.spec.Node("h2").LID, 100))
+	waitFor(t, "two malformed drops", func() bool { return td.counters(t, "p1")["drop_malformed"] == 2 })
+	if c := td.counters(t, "p1"); c["link_corrupt_rx"] != 2 {
+		t.Errorf("link_corrupt_rx %d, want 2", c["link_corrupt_rx"])
+	}
+	if b := h2.next(100*time.Millisecond, isData); b != nil {
+		t.Errorf("a corrupted packet was forwarded")
+	}
+}
