@@ -43,8 +43,9 @@ type IBSubnetManager struct {
 	// how often the SM reads every switch's SwitchInfo to notice a port
 	// that went down or came up. Zero disables light sweeps.
 	SweepInterval clock.Time
-	// Path is the field path, for messages about the host.
+	// Path is the field path, for messages about the host; Line its line.
 	Path string
+	Line int
 }
 
 func defaultIB() *IBConfig {
@@ -145,7 +146,7 @@ func (d *decoder) ibConfig(path string, v any, base *IBConfig) *IBConfig {
 
 // ibSM reads the sm key: a host name or {host, sweep_interval}.
 func (d *decoder) ibSM(path string, v any) *IBSubnetManager {
-	sm := &IBSubnetManager{SweepInterval: DefaultIBSweepInterval, Path: path}
+	sm := &IBSubnetManager{SweepInterval: DefaultIBSweepInterval, Path: path, Line: d.line(path)}
 	if name, ok := v.(string); ok {
 		sm.Host = name
 		return sm

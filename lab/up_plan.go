@@ -49,6 +49,10 @@ const (
 	NICBinary    = "emunic"
 )
 
+// IPoIBHeader is the IPoIB encapsulation header (RFC 4391 §6): an IB lab's
+// host interface MTU is the IB MTU less it.
+const IPoIBHeader = 4
+
 // HostPrefixLen is the prefix length of a host's IPv4 address on its
 // interface: hosts whose addresses share a /24 are on-link to each other,
 // the others are reached through routes the lab adds.
@@ -130,8 +134,16 @@ func makePlan(spec *Spec, mode HostMode, labFile string, sock func(name string) 
 	if mode != HostsNIC && mode != HostsTAP {
 		return nil, fmt.Errorf("hosts mode %q: the plan needs nic or tap", mode)
 	}
-	if spec.Fabric != FabricRoCE {
-		return nil, &FieldError{File: spec.File, Field: "fabric", Msg: fmt.Sprintf("namespace labs run fabric roce (the hosts' kernels speak Ethernet); fabric %s runs in `emulab sim`", spec.Fabric)}
+	if spec.Fabric == FabricIB {
+		// An IB lab: every host is an emunic HCA (LRH-framed links, credits)
+		// whose TAP carries the kernel's traffic as IPoIB; LIDs and
+		// forwarding tables are the lab file's, static.
+		if spec.IB != nil && spec.IB.SM != nil {
+			return nil, &FieldError{File: spec.File, Line: spec.IB.SM.Line, Field: spec.IB.SM.Path, Msg: "the subnet manager runs in `emulab sim`; a namespace IB lab takes static LIDs and forwarding tables from the lab file (remove ib.sm)"}
+		}
+		if mode != HostsNIC {
+			return nil, &FieldError{File: spec.File, Field: "fabric", Msg: "an InfiniBand lab needs emunic HCAs (--hosts nic): a switch's TAP port speaks Ethernet"}
+		}
 	}
 	var errs ErrorList
 	p := &upPlan{spec: spec, mode: mode}
@@ -171,7 +183,11 @@ func makePlan(spec *Spec, mode HostMode, labFile string, sock func(name string) 
 	}
 
 	// Ports outside the switches' spanning tree do not flood (up_stp.go).
-	blocked := floodBlocked(spec)
+	// IB switches never flood: they forward by LFT only.
+	var blocked map[*Node][]string
+	if spec.Fabric != FabricIB {
+		blocked = floodBlocked(spec)
+	}
 	for _, pn := range p.nodes {
 		n := pn.node
 		switch {
@@ -250,6 +266,9 @@ func portURI(pt *Port, sockPath, peerNamespace string, mode HostMode) string {
 func hostIface(spec *Spec, n *Node, pt *Port) *planIface {
 	own := netip.PrefixFrom(netip.AddrFrom4(n.IPv4), HostPrefixLen)
 	f := &planIface{name: pt.Name, mtu: pt.Link.MTU, mac: n.MAC, addr: own}
+	if spec.Fabric == FabricIB {
+		f.mtu = pt.Link.MTU - IPoIBHeader // IPoIB over the link's IB MTU
+	}
 	for _, o := range spec.NICs() {
 		if o == n || len(connected(o)) == 0 {
 			continue

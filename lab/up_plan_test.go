@@ -167,13 +167,52 @@ topology:
 	}
 }
 
+// An IB lab builds emunic HCAs with IPoIB interfaces (IB MTU - 4), never
+// TAP hosts, and its switches get no --no-flood (they forward by LFT).
+func TestUpPlanIB(t *testing.T) {
+	src := `name: z
+fabric: ib
+topology:
+  defaults: {mtu: 2048}
+  nodes:
+    sw1: {kind: switch}
+    sw2: {kind: switch}
+    sw3: {kind: switch}
+    h1: {kind: nic}
+    h2: {kind: nic}
+  links:
+    - endpoints: ["h1:ib0", "sw1:p1"]
+    - endpoints: ["h2:ib0", "sw2:p1"]
+    - endpoints: ["sw1:p2", "sw2:p2"]
+    - endpoints: ["sw2:p3", "sw3:p1"]
+    - endpoints: ["sw3:p2", "sw1:p3"]
+`
+	var socks []string
+	p, err := makePlan(upParse(t, src), HostsNIC, "/f.yaml", upTestSock(&socks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pn := range p.nodes {
+		if pn.iface != nil && pn.iface.mtu != 2044 {
+			t.Errorf("%s: interface mtu %d, want 2044 (IPoIB over a 2048 IB MTU)", pn.node.Name, pn.iface.mtu)
+		}
+		if pn.daemon != nil && slices.Contains(pn.daemon.args, "--no-flood") {
+			t.Errorf("%s: %v: an IB switch floods nothing", pn.node.Name, pn.daemon.args)
+		}
+	}
+	_, err = makePlan(upParse(t, src), HostsTAP, "/f.yaml", upTestSock(&socks))
+	if err == nil || !strings.Contains(err.Error(), "needs emunic HCAs") {
+		t.Errorf("TAP hosts in an IB lab: %v", err)
+	}
+}
+
 // Labs a namespace lab cannot build are refused with file:line: field.
 func TestUpPlanRefused(t *testing.T) {
 	for _, c := range []struct {
 		name, src, want string
 		line            int
 	}{
-		{"ib", `name: z
+		{"ib-sm", `name: z
 fabric: ib
 topology:
   nodes:
@@ -181,7 +220,9 @@ topology:
     h1: {kind: nic}
   links:
     - endpoints: ["h1:p1", "sw1:p1"]
-`, "fabric: namespace labs run fabric roce", 0},
+ib:
+  sm: h1
+`, "ib.sm: the subnet manager runs in `emulab sim`", 10},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, mode := range []HostMode{HostsNIC, HostsTAP} {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/nic"
+	"github.com/emufabric/emufabric/wire"
 	"github.com/emufabric/emufabric/wire/capture"
 )
 
@@ -75,7 +77,14 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 	if err != nil {
 		return err
 	}
-	id, err := w.AddInterface(capture.Interface{LinkType: capture.LinkTypeEthernet,
+	// An IB port's packets are ERF records (LINKTYPE_ERF), as Wireshark
+	// reads InfiniBand: type 21 data, type 25 link packets.
+	ib := d.cfg.NIC.Fabric == nic.FabricIB
+	lt := capture.LinkTypeEthernet
+	if ib {
+		lt = capture.LinkTypeERF
+	}
+	id, err := w.AddInterface(capture.Interface{LinkType: lt,
 		Name: d.cfg.NIC.Name + ":" + d.cfg.Port, Description: "emunic " + d.cfg.NIC.Name + " link port (" + d.portName() + ")"})
 	if err != nil {
 		return err
@@ -101,7 +110,16 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 			if r.dropped > 0 {
 				comment += fmt.Sprintf("; %d frames before this one not captured (slow reader)", r.dropped)
 			}
-			if err := w.WritePacket(id, r.at, r.data, comment); err != nil {
+			if ib {
+				t := uint8(capture.ERFTypeInfiniBand)
+				if len(r.data) == wire.IBLinkSize {
+					t = capture.ERFTypeInfiniBandLink
+				}
+				err = w.WriteERF(id, r.at, t, 0, r.data, comment)
+			} else {
+				err = w.WritePacket(id, r.at, r.data, comment)
+			}
+			if err != nil {
 				return nil
 			}
 		case <-flush.C:

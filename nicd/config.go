@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nic"
 	"github.com/emufabric/emufabric/wire"
@@ -114,11 +115,14 @@ func PortMTUFor(linkMTU int) int {
 
 // NodeConfig is what the daemon takes from the lab file for one NIC node.
 type NodeConfig struct {
-	NIC   nic.Config
-	Link  lab.LinkParams // the link on the NIC's port
-	Port  string         // the port's name in the lab file (eth0)
-	Lab   string
-	Notes []string // defaults taken because the lab file does not say, for the log
+	NIC  nic.Config
+	Link lab.LinkParams // the link on the NIC's port
+	// HostMTU is the MTU of the host's interface (the TAP): the link's on
+	// RoCE, the IPoIB MTU (port MTU - 4) on IB.
+	HostMTU int
+	Port    string // the port's name in the lab file (eth0)
+	Lab     string
+	Notes   []string // defaults taken because the lab file does not say, for the log
 }
 
 // NICConfig converts the lab file's node (a kind: nic node) into the NIC's
@@ -138,9 +142,6 @@ func NICConfig(spec *lab.Spec, node, port string) (*NodeConfig, error) {
 	if n.Kind != lab.KindNIC {
 		return nil, fmt.Errorf("--node %q: a %s, not a nic", node, n.Kind)
 	}
-	if spec.Fabric == lab.FabricIB {
-		return nil, fmt.Errorf("--node %q: lab %s is an InfiniBand fabric; emunic is a RoCEv2 NIC", node, spec.Name)
-	}
 	var p *lab.Port
 	if port != "" {
 		p = n.Port(port)
@@ -150,7 +151,10 @@ func NICConfig(spec *lab.Spec, node, port string) (*NodeConfig, error) {
 	if p == nil || p.Link == nil {
 		return nil, fmt.Errorf("--node %q: port %q has no link in %s", node, port, spec.File)
 	}
-	nc := &NodeConfig{Link: p.Link.LinkParams, Port: p.Name, Lab: spec.Name}
+	nc := &NodeConfig{Link: p.Link.LinkParams, Port: p.Name, Lab: spec.Name, HostMTU: p.Link.MTU}
+	if spec.Fabric == lab.FabricIB {
+		return ibNICConfig(spec, n, p, nc)
+	}
 	pmtu := PortMTUFor(p.Link.MTU)
 	if pmtu == 0 {
 		return nil, fmt.Errorf("--node %q: link mtu %d is too small for RoCEv2 (at least %d)", node, p.Link.MTU, 256+roceOverhead)
@@ -188,6 +192,60 @@ func NICConfig(spec *lab.Spec, node, port string) (*NodeConfig, error) {
 	}
 	c.PFC = &pfc
 	nc.Notes = append(nc.Notes, "trust "+c.Trust.String()+", default dscp2prio (DSCP>>3)")
+	nc.NIC = c
+	return nc, nil
+}
+
+// ibNICConfig is NICConfig for an InfiniBand lab: an HCA with the node's
+// LID (static: the lab's, since no SM runs in a namespace lab), the lab's
+// data VLs, SL-to-VL table, VL buffer and IB CC, the link's MTU as its IB
+// MTU, and IPoIB towards every other NIC node of the lab.
+func ibNICConfig(spec *lab.Spec, n *lab.Node, p *lab.Port, nc *NodeConfig) (*NodeConfig, error) {
+	mtu := p.Link.MTU
+	if _, ok := nic.MTUFor(mtu); !ok {
+		return nil, fmt.Errorf("--node %q: link mtu %d: an IB link's MTU is the IB MTU, 256, 512, 1024, 2048 or 4096", n.Name, mtu)
+	}
+	c := nic.Config{
+		Name: n.Name, MAC: wire.MAC(n.MAC), IP: netip.AddrFrom4(n.IPv4), Rate: p.Link.Rate, PortMTU: mtu,
+		Fabric: nic.FabricIB, LID: n.LID,
+	}
+	ibc := n.IB
+	if ibc == nil {
+		ibc = spec.IB
+	}
+	if ibc != nil {
+		c.IBDataVLs = ibc.MaxVLs
+		var sl2vl [16]uint8
+		for sl := range sl2vl {
+			sl2vl[sl] = ibc.SL2VL[sl] % uint8(max(ibc.MaxVLs, 1))
+		}
+		c.SL2VL = &sl2vl
+		if ibc.VLBuffer > 0 {
+			c.IBBlocksPerVL = min(int(ibc.VLBuffer/wire.CreditBlockSize), 2047)
+		}
+		if ibc.CC != nil {
+			k := ibc.CC.CA
+			c.IBCC = &k
+		} else {
+			c.CC = "none"
+			nc.Notes = append(nc.Notes, "no ib.cc section: IB congestion control off")
+		}
+	}
+	// A real-time port need not refresh credits every 64 us: the NIC
+	// sends a flow-control packet whenever it consumed data, so the
+	// refresh only repairs an update lost on a lossy wire, and each one is
+	// a wake-up of both daemons (emuswitch does the same, swd/ib.go).
+	c.IBFCRefresh = 100 * clock.Millisecond
+	ip := &nic.IPoIB{}
+	for _, o := range spec.NICs() {
+		if o == n {
+			continue
+		}
+		ip.Neighbours = append(ip.Neighbours, nic.IPoIBNeighbour{IP: netip.AddrFrom4(o.IPv4), MAC: wire.MAC(o.MAC), LID: o.LID})
+	}
+	c.IPoIB = ip
+	nc.HostMTU = mtu - 4 // RFC 4391: the IPoIB header takes 4 bytes of the IB MTU
+	nc.Notes = append(nc.Notes, fmt.Sprintf("IB HCA, LID %d, IPoIB MTU %d to %d neighbours", n.LID, nc.HostMTU, len(ip.Neighbours)))
 	nc.NIC = c
 	return nc, nil
 }

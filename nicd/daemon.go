@@ -211,7 +211,7 @@ func (d *Daemon) openTAP() error {
 		defer h.Close()
 		ns = h
 	}
-	tap, err := rt.CreateTAP(rt.TAPConfig{Name: d.tapSpec.Name, NetNS: ns, MTU: d.cfg.Link.MTU})
+	tap, err := rt.CreateTAP(rt.TAPConfig{Name: d.tapSpec.Name, NetNS: ns, MTU: d.cfg.HostMTU})
 	if err != nil {
 		return fmt.Errorf("--tap %s: %w", d.opts.TAP, err)
 	}

@@ -145,6 +145,7 @@ type QPInfo struct {
 	GID    string `json:"gid"`
 	MAC    string `json:"mac"`
 	MTU    int    `json:"mtu,omitempty"` // the port's active MTU in bytes
+	LID    uint16 `json:"lid,omitempty"` // IB: the port's LID, which addresses it
 }
 
 // ConnectAttr are the connection's knobs; zero takes the default noted.

@@ -156,7 +156,7 @@ func (s *session) createQP(req *Request) (*Response, error) {
 		e := &qpEntry{qp: qp, psn: rand.Uint32() & 0xFFFFFF}
 		s.qps[h] = e
 		info = QPInfo{Handle: h, QPN: qp.QPN(), PSN: e.psn, GID: s.d.nic.GID().String(),
-			MAC: s.d.cfg.NIC.MAC.String(), MTU: s.d.cfg.NIC.PortMTU}
+			MAC: s.d.cfg.NIC.MAC.String(), MTU: s.d.cfg.NIC.PortMTU, LID: s.d.nic.LID()}
 		return nil
 	})
 	if err != nil {
@@ -210,7 +210,7 @@ func (s *session) connect(req *Request) (*Response, error) {
 			return fmt.Errorf("connect: no QP %d", req.QP)
 		}
 		q := e.qp
-		ah := nic.AHAttr{DMAC: wire.MAC(hw), DGID: gid, TrafficClass: a.TrafficClass, SL: a.SL}
+		ah := nic.AHAttr{DLID: req.Remote.LID, DMAC: wire.MAC(hw), DGID: gid, TrafficClass: a.TrafficClass, SL: a.SL}
 		remote := nic.IBV_ACCESS_REMOTE_WRITE | nic.IBV_ACCESS_REMOTE_READ | nic.IBV_ACCESS_REMOTE_ATOMIC
 		steps := []struct {
 			attr nic.QPAttr

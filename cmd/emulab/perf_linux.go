@@ -134,15 +134,15 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 		Depth: plan.depth, CQMod: plan.cqMod, MTU: mtu, SL: plan.sl, Remotes: plan.test.remote}
 	for _, c := range conns {
 		p := c.pair
-		b.Local = append(b.Local, perfSide{QPN: p.AQP.QPN, PSN: p.AQP.PSN, RKey: p.AMR.RKey, VAddr: p.AMR.Addr, GID: p.AQP.GID})
-		b.Remote = append(b.Remote, perfSide{QPN: p.BQP.QPN, PSN: p.BQP.PSN, RKey: p.BMR.RKey, VAddr: p.BMR.Addr, GID: p.BQP.GID})
+		b.Local = append(b.Local, perfSide{LID: p.AQP.LID, QPN: p.AQP.QPN, PSN: p.AQP.PSN, RKey: p.AMR.RKey, VAddr: p.AMR.Addr, GID: p.AQP.GID})
+		b.Remote = append(b.Remote, perfSide{LID: p.BQP.LID, QPN: p.BQP.QPN, PSN: p.BQP.PSN, RKey: p.BMR.RKey, VAddr: p.BMR.Addr, GID: p.BQP.GID})
 	}
 	writeBanner(out, b)
 
 	oc, runErr := perfMeasure(out, plan, conns)
 	if plan.outJSON != "" && (len(oc.bw) > 0 || len(oc.lat) > 0) {
 		info := perfJSONInfo{Test: plan.test.title(), Device: "emu_" + status.Port, NumberOfQPs: plan.qps,
-			ConnectionType: "RC", TXDepth: plan.depth, CQModeration: plan.cqMod, Mtu: mtu, LinkType: "Ethernet",
+			ConnectionType: "RC", TXDepth: plan.depth, CQModeration: plan.cqMod, Mtu: mtu, LinkType: b.linkType(),
 			DataExMethod: "emunic control sockets", Src: src.Lab + "/" + src.Node, Dst: dst.Lab + "/" + dst.Node}
 		var results []any
 		for _, r := range oc.bw {

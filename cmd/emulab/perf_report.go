@@ -134,6 +134,7 @@ func writeLatRow(w io.Writer, s latStats, duration bool) {
 
 // perfSide is one side's address line: what perftest exchanges.
 type perfSide struct {
+	LID      uint16 // IB: the port's LID; 0 on RoCE, as perftest prints it
 	QPN, PSN uint32
 	RKey     uint32
 	VAddr    uint64
@@ -170,6 +171,14 @@ type perfBanner struct {
 	Remotes bool // print RKey/VAddr (write and read)
 }
 
+// linkType is perftest's "Link type": IB when the ports have LIDs.
+func (b *perfBanner) linkType() string {
+	if len(b.Local) > 0 && b.Local[0].LID != 0 {
+		return "IB"
+	}
+	return "Ethernet"
+}
+
 func writeBanner(w io.Writer, b perfBanner) {
 	fmt.Fprintln(w, perfLine)
 	pad := max(0, (len(perfLine)-len(b.Title))/2)
@@ -188,14 +197,14 @@ func writeBanner(w io.Writer, b perfBanner) {
 	kv("TX depth", fmt.Sprint(b.Depth), "", "")
 	kv("CQ Moderation", fmt.Sprint(b.CQMod), "", "")
 	kv("Mtu", fmt.Sprintf("%d[B]", b.MTU), "", "")
-	kv("Link type", "Ethernet", "", "")
+	kv("Link type", b.linkType(), "", "")
 	kv("GID index", "0", "", "")
 	kv("Max inline data", "0[B]", "", "")
 	kv("rdma_cm QPs", "OFF", "", "")
 	kv("Data ex. method", "emunic control sockets", "", "")
 	fmt.Fprintln(w, perfLine)
 	line := func(who string, s perfSide) {
-		fmt.Fprintf(w, " %s address: LID 0x%04x QPN 0x%04x PSN 0x%06x", who, 0, s.QPN, s.PSN)
+		fmt.Fprintf(w, " %s address: LID 0x%04x QPN 0x%04x PSN 0x%06x", who, s.LID, s.QPN, s.PSN)
 		if b.Remotes {
 			fmt.Fprintf(w, " RKey 0x%06x VAddr 0x%016x", s.RKey, s.VAddr)
 		}
