@@ -62,9 +62,6 @@ func (d *decoder) rdmaSettings(s *Spec, m *mapping, f *Flow) {
 	}
 	f.Op = RDMAOp(x)
 	f.QPs, f.Depth = 1, 16
-	if s.Fabric == FabricIB && s.IB != nil && s.IB.SM != nil {
-		d.errorf(p, "RDMA operations on fabric ib need static LIDs for now: the NIC engine has no subnet management agent, so remove ib.sm (LIDs are then given by lid or assigned in node order)")
-	}
 	for _, k := range rawOnlyKeys {
 		if k == "sl" && s.Fabric == FabricIB {
 			continue // the QPs' service level on native IB

@@ -157,6 +157,12 @@ func (a *Agent) LID() uint16 { return a.ports[a.lidPort()].lid }
 // PortLID returns port p's LID (CA ports; a switch's external ports have none).
 func (a *Agent) PortLID(p int) uint16 { return a.ports[p].lid }
 
+// SetLID gives the node its LID before any SM has set one, as a node of a
+// subnet that an SM already configured reports it: an SM that meets the
+// node keeps a valid, free reported LID (OpenSM's takeover of a running
+// subnet), so the node stays where static configuration put it.
+func (a *Agent) SetLID(lid uint16) { a.ports[a.lidPort()].lid = lid }
+
 // SMLID is the master SM's LID as set by the SM.
 func (a *Agent) SMLID() uint16 { return a.ports[a.lidPort()].smLID }
 

@@ -89,6 +89,11 @@ type Config struct {
 	// IBCC configures the IB congestion control reaction point (IB, CC
 	// "ibcc"); nil means cc.DefaultIBCC().
 	IBCC *cc.IBCC
+	// SMA gives the port a subnet management agent on QP0 (IB): an SM
+	// then sets its LID (LID 0 is allowed: the SM assigns one) and makes
+	// it Active before data flows. nil: the port is configured statically
+	// and VL15 packets are dropped and counted.
+	SMA *SMAConfig
 	// IPoIB carries the host's IP traffic over the IB fabric (IB); nil
 	// sends nothing of the host's and drops IPoIB packets.
 	IPoIB *IPoIB

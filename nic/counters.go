@@ -85,6 +85,9 @@ const (
 	IPoIBARPReplies  // ipoib_arp_replies: host ARP requests the NIC answered for a neighbour
 	IPoIBNoNeighbour // ipoib_no_neighbour: host frame to a MAC, or IPoIB packet from a LID, that is no configured neighbour, dropped
 	IPoIBUnsupported // ipoib_unsupported: host frame IPoIB does not carry here (non-IP, tagged, too long) or IPoIB packet not a UD SEND, dropped
+	SMPRx            // smp_rx: subnet management packets the port's SMA took
+	SMPTx            // smp_tx: subnet management packets sent (SMA answers, forwarded or the local SM's requests)
+	SMPMalformed     // smp_malformed: VL15 packet that is no valid SMP, dropped
 	numCounters
 )
 
@@ -103,6 +106,7 @@ var counterNames = [numCounters]string{
 	"ib_credit_waits", "ib_fc_tx", "ib_fc_rx", "ib_link_errors", "ib_vl_errors", "ib_credit_overrun",
 	"vl15_dropped", "ib_vcrc_errors", "ib_wrong_lid",
 	"ipoib_tx_packets", "ipoib_rx_packets", "ipoib_arp_replies", "ipoib_no_neighbour", "ipoib_unsupported",
+	"smp_rx", "smp_tx", "smp_malformed",
 }
 
 func (c Counter) String() string {

@@ -114,6 +114,15 @@ func (n *NIC) kick() {
 		n.transmit(n.nextFC(), now, false)
 		return
 	}
+	if n.sma != nil {
+		if f := n.sma.q.pop(); f != nil {
+			n.transmit(f, now, false)
+			return
+		}
+		if !n.portActive() {
+			return // the SM's OnPortActive wakes the port
+		}
+	}
 	if f := n.macCtl.pop(); f != nil {
 		n.transmit(f, now, false)
 		return

@@ -20,7 +20,7 @@ import (
 
 func (c *Config) validateIB() error {
 	switch {
-	case c.LID == 0 || c.LID >= 0xC000:
+	case c.LID == 0 && c.SMA == nil || c.LID >= 0xC000:
 		return fmt.Errorf("nic %q: lid %d: want a unicast LID, 1..0xBFFF", c.Name, c.LID)
 	case c.IBDataVLs < 1 || c.IBDataVLs > 8:
 		return fmt.Errorf("nic %q: ib data VLs %d: want 1..8", c.Name, c.IBDataVLs)
@@ -112,8 +112,8 @@ func (n *NIC) emitIB(dlid uint16, sl uint8, payload []byte) *frame.Frame {
 }
 
 // receiveIB takes one packet from an IB link: a flow-control packet, a
-// subnet management packet (VL15; this port has no SMA and counts it
-// dropped) or a data packet for the engine or IPoIB.
+// subnet management packet (VL15, for the SMA; without one it is counted
+// and dropped) or a data packet for the engine or IPoIB.
 func (n *NIC) receiveIB(f *frame.Frame) {
 	b := f.Data
 	if len(b) == wire.IBLinkSize {
@@ -129,8 +129,13 @@ func (n *NIC) receiveIB(f *frame.Frame) {
 	lrh := wire.LRH(b)
 	vl := lrh.VL()
 	if vl == 15 {
-		n.cnt[IBVL15Dropped]++
-		f.Put()
+		// Subnet management: no credits (IBA 7.9.4).
+		if n.sma == nil {
+			n.cnt[IBVL15Dropped]++
+			f.Put()
+		} else if !n.receiveSMP(f) {
+			f.Put()
+		}
 		return
 	}
 	// The packet took receive buffer whatever it holds: account its

@@ -78,6 +78,7 @@ type NIC struct {
 	// Native IB link layer (ib.go, iblink.go, ipoib.go).
 	ibl      ibLink
 	ipoibPSN uint32
+	sma      *sma // QP0's agent, nil without one (sma.go)
 
 	// Scratch reused frame after frame (the hot path allocates nothing).
 	ibf    bth.IBFields
@@ -123,6 +124,9 @@ func New(cfg *Config, clk clock.Clock, pool *frame.Pool) (*NIC, error) {
 	n.portTimer = clk.NewTimer(n.kick)
 	if c.Fabric == FabricIB {
 		n.ibl.fcTimer = clk.NewTimer(n.fcTick)
+		if c.SMA != nil {
+			n.newSMA(c.SMA)
+		}
 	}
 	return n, nil
 }
@@ -136,6 +140,7 @@ func (n *NIC) Name() string { return n.cfg.Name }
 // Attach connects the NIC's port to the wire.
 func (n *NIC) Attach(tx PortTx) {
 	n.tx = tx
+	n.smaLink(!n.linkDown)
 	if n.ib() {
 		n.ibStart(true)
 	}
@@ -147,6 +152,7 @@ func (n *NIC) Attach(tx PortTx) {
 // running, as on a NIC whose cable was pulled.
 func (n *NIC) SetLinkUp(up bool) {
 	n.linkDown = !up
+	n.smaLink(up && n.tx != nil)
 	if up {
 		if n.ib() {
 			n.ibStart(false)

@@ -22,14 +22,7 @@ func manageFromSpec(s *Sim, spec *lab.Spec) error {
 
 // SubnetManager returns the SM that ManageIB (or a lab file's ib.sm)
 // started, or nil when the fabric is configured statically.
-func (s *Sim) SubnetManager() *SubnetManager {
-	for _, h := range s.hosts {
-		if h.smi != nil && h.smi.sm != nil {
-			return h.smi.sm
-		}
-	}
-	return nil
-}
+func (s *Sim) SubnetManager() *SubnetManager { return s.sm }
 
 // SetUp takes the link down or brings it up now, as a LinkEvent would:
 // both ends see the change at once (a switch's SMA then flags

@@ -3,6 +3,7 @@ package sim
 import (
 	"testing"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 )
 
@@ -129,5 +130,62 @@ func TestIBRDMAIncast(t *testing.T) {
 	}
 	if waits == 0 {
 		t.Error("the senders never waited for credit: the incast did not congest")
+	}
+}
+
+// The same RDMA lab managed by a subnet manager running on h1's HCA (the
+// nic engine's SMA on QP0): the fabric starts with no LIDs and empty
+// forwarding tables; the QPs connect once the SM made both ports Active,
+// addressed by the LIDs it assigned, and every message completes.
+func TestIBRDMAManagedBySM(t *testing.T) {
+	spec, err := lab.Load("../examples/ib-rdma.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.IB.SM = &lab.IBSubnetManager{Host: "h1", SweepInterval: 50 * clock.Microsecond}
+	s, err := Build(spec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.SubnetManager()
+	if d == nil || d.Host() != nil {
+		t.Fatalf("subnet manager %+v: want one on the NIC host h1", d)
+	}
+	st := d.SM().Stats()
+	top := d.SM().Topology()
+	if top == nil {
+		t.Fatalf("no sweep finished: %+v %v", st, d.SM().Errors())
+	}
+	lids := map[uint16]string{}
+	for _, n := range top.Nodes {
+		if n.LID == 0 {
+			t.Errorf("node %q has no LID", n.Desc)
+		}
+		if o, dup := lids[n.LID]; dup {
+			t.Errorf("LID %d given to %q and %q", n.LID, o, n.Desc)
+		}
+		lids[n.LID] = n.Desc
+	}
+	t.Logf("SM on h1's HCA: %d nodes, %d SMPs, %d heavy sweeps", len(top.Nodes), st.SMPsSent, st.HeavySweeps)
+	if len(top.Nodes) != 7 {
+		t.Errorf("%d nodes discovered, want 7 (2 switches, 5 HCAs)", len(top.Nodes))
+	}
+	for _, name := range []string{"w", "r", "s"} {
+		f := r.RDMAFlow(name)
+		if f.Completed != f.Posted || f.Completed == 0 || f.Failed != 0 {
+			t.Errorf("flow %s: %d/%d completed, %d failed", name, f.Completed, f.Posted, f.Failed)
+		}
+	}
+	for _, h := range []string{"h1", "h4"} {
+		if n := r.NIC(h); n.Counter("smp_rx") == 0 || n.Counter("smp_tx") == 0 {
+			t.Errorf("%s: smp_rx %d smp_tx %d", h, n.Counter("smp_rx"), n.Counter("smp_tx"))
+		}
+	}
+	if drops, by := r.SwitchDrops(); drops != 0 {
+		t.Errorf("switch drops %d %v", drops, by)
 	}
 }

@@ -32,19 +32,21 @@ type IBManagement struct {
 	SMADelay clock.Time
 }
 
-// SubnetManager is the SM running on one simulated host.
+// SubnetManager is the SM running on one simulated host: a synthetic
+// host's SMI, or a NIC host's port (through sm.Runner).
 type SubnetManager struct {
-	s     *Sim
-	host  *Host
-	m     *sm.SM
-	timer *timer
-	buf   [mad.Size]byte
+	s      *Sim
+	host   *Host // nil when the SM runs on a NIC host
+	m      *sm.SM
+	timer  *timer
+	buf    [mad.Size]byte
+	runner *sm.Runner // on a NIC host
 }
 
 // SM returns the subnet manager state machine (stats, topology, text output).
 func (d *SubnetManager) SM() *sm.SM { return d.m }
 
-// Host returns the host the SM runs on.
+// Host returns the synthetic host the SM runs on (nil on a NIC host).
 func (d *SubnetManager) Host() *Host { return d.host }
 
 // IBGUID returns the node GUID the simulator gives the node called name
@@ -66,7 +68,8 @@ func (s *Sim) ManageIB(cfg IBManagement) (*SubnetManager, error) {
 		return nil, errors.New("sim: ManageIB after Start")
 	}
 	smh := s.Host(cfg.SMHost)
-	if smh == nil || !smh.ib() {
+	smn := s.nicHost(cfg.SMHost)
+	if (smh == nil || !smh.ib()) && (smn == nil || !smn.ib()) {
 		return nil, fmt.Errorf("sim: ManageIB: %q is not an IB host", cfg.SMHost)
 	}
 	for _, w := range s.switches {
@@ -79,6 +82,14 @@ func (s *Sim) ManageIB(cfg IBManagement) (*SubnetManager, error) {
 		if h.ib() {
 			h.cfg.LID = 0
 			h.smiState().managed = true
+		}
+	}
+	for _, h := range s.nics {
+		if h.ib() {
+			// The NIC gets an SMA (startNICs) and, like a synthetic
+			// host, no LID until the SM assigns one.
+			h.cfg.LID = 0
+			h.managed, h.isSM = true, h == smn
 		}
 	}
 	if err := s.Start(); err != nil {
@@ -100,7 +111,15 @@ func (s *Sim) ManageIB(cfg IBManagement) (*SubnetManager, error) {
 			h.smiState().delay = cfg.SMADelay
 		}
 	}
-	d := &SubnetManager{s: s, host: smh, m: sm.New(cfg.SM)}
+	d := &SubnetManager{s: s, m: sm.New(cfg.SM)}
+	s.sm = d
+	if smn != nil {
+		d.runner = sm.NewRunner(d.m, s, smn.n)
+		smn.n.SetSMPDeliver(d.runner.Receive)
+		s.newTimer(d.runner.Start).Reset(cfg.Start)
+		return d, nil
+	}
+	d.host = smh
 	smh.smiState().sm = d
 	smh.smiState().agentCap |= mad.CapIsSM
 	d.timer = s.newTimer(d.tick)

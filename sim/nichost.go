@@ -57,6 +57,9 @@ type nicHost struct {
 	n    *nic.NIC
 	tx   *linkDir
 	link *Link
+	// managed: an SM (ManageIB) configures the IB port through its SMA;
+	// isSM: the SM runs here.
+	managed, isSM bool
 }
 
 func (h *nicHost) deliver(_ int, f *frame.Frame) { h.n.Receive(f) }
@@ -72,8 +75,6 @@ func (s *Sim) AddNIC(cfg NICConfig) error {
 		return fmt.Errorf("sim: nic %s: cc %q: an IB NIC runs ibcc or none", cfg.Name, cfg.CC)
 	case cfg.Fabric != FabricIB && cfg.CC != "" && cfg.CC != "dcqcn" && cfg.CC != "none":
 		return fmt.Errorf("sim: nic %s: cc %q: want dcqcn or none", cfg.Name, cfg.CC)
-	case cfg.Fabric == FabricIB && cfg.LID == 0:
-		return fmt.Errorf("sim: nic %s: an IB NIC needs a LID", cfg.Name)
 	}
 	if cfg.DCQCN != nil {
 		if err := cfg.DCQCN.Validate(); err != nil {
@@ -153,6 +154,9 @@ func (s *Sim) startNICs() error {
 			}
 			if mtu := h.link.Cfg.MTU; mtu > 0 {
 				c.PortMTU = mtu // an IB link's MTU is the IB MTU
+			}
+			if h.managed {
+				c.SMA = &nic.SMAConfig{NodeGUID: IBGUID(h.cfg.Name), Description: h.cfg.Name + " HCA-1", IsSM: h.isSM}
 			}
 		} else if mtu := h.link.Cfg.MTU; mtu > 0 {
 			// The largest IB MTU whose RoCE packet (IP 20 + UDP 8 + BTH 12

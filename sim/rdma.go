@@ -129,8 +129,23 @@ func (s *Sim) AddRDMAFlow(cfg RDMAFlowConfig) error {
 }
 
 // start connects the flow's QPs and arms their streams (at Start, once the
-// NICs exist).
+// NICs exist). On a fabric an SM manages, it waits until both ports are
+// Active: only then do the LIDs the QPs address exist.
 func (f *rdmaFlow) start() error {
+	if f.src.managed {
+		f.src.n.OnPortActive(func() {
+			f.dst.n.OnPortActive(func() {
+				if err := f.connect(); err != nil {
+					f.s.fail(err)
+				}
+			})
+		})
+		return nil
+	}
+	return f.connect()
+}
+
+func (f *rdmaFlow) connect() error {
 	c := &f.cfg
 	var mtu nic.MTU
 	if c.MTU > 0 {

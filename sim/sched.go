@@ -28,6 +28,16 @@ type sched struct {
 	seq    uint64
 	heap   []*timer
 	events uint64
+	// err, set by fail, stops the run: an event found the model
+	// unable to go on (say, a flow that could not connect).
+	err error
+}
+
+// fail stops the run with err after the current event.
+func (s *sched) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
 }
 
 var _ clock.Clock = (*sched)(nil)
@@ -162,6 +172,9 @@ func (s *sched) runUntil(until clock.Time, budget uint64) error {
 		s.now = t.at
 		s.events++
 		t.f()
+		if s.err != nil {
+			return s.err
+		}
 	}
 	if until > s.now {
 		s.now = until

@@ -42,6 +42,7 @@ type Sim struct {
 	lastRx   []uint64 // per flow rx bytes at the previous sample
 	deadlock *Deadlock
 	tap      func(l *Link, dir int, f *frame.Frame)
+	sm       *SubnetManager // ManageIB's, nil without one
 }
 
 // SetTap calls fn with every frame a link delivers, at its delivery time
