@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 
@@ -319,4 +320,14 @@ func (s *Spec) IBConfigOf(n *Node) *IBConfig {
 		return n.IB
 	}
 	return s.IB
+}
+
+// IBGUID is the node GUID every driver (the simulator, emuswitch, emunic)
+// gives the node called name, so an SM sees the same fabric in each:
+// FNV-64a of the name with the low byte cleared, so a CA's port GUID (node
+// GUID + port) stays distinct.
+func IBGUID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64() &^ 0xFF
 }

@@ -136,11 +136,9 @@ func makePlan(spec *Spec, mode HostMode, labFile string, sock func(name string) 
 	}
 	if spec.Fabric == FabricIB {
 		// An IB lab: every host is an emunic HCA (LRH-framed links, credits)
-		// whose TAP carries the kernel's traffic as IPoIB; LIDs and
-		// forwarding tables are the lab file's, static.
-		if spec.IB != nil && spec.IB.SM != nil {
-			return nil, &FieldError{File: spec.File, Line: spec.IB.SM.Line, Field: spec.IB.SM.Path, Msg: "the subnet manager runs in `emulab sim`; a namespace IB lab takes static LIDs and forwarding tables from the lab file (remove ib.sm)"}
-		}
+		// whose TAP carries the kernel's traffic as IPoIB. LIDs and
+		// forwarding tables are the lab file's, or with ib.sm the subnet
+		// manager's, running in the named host's emunic.
 		if mode != HostsNIC {
 			return nil, &FieldError{File: spec.File, Field: "fabric", Msg: "an InfiniBand lab needs emunic HCAs (--hosts nic): a switch's TAP port speaks Ethernet"}
 		}

@@ -206,38 +206,8 @@ topology:
 	}
 }
 
-// Labs a namespace lab cannot build are refused with file:line: field.
+// A plan is made for a resolved host mode only.
 func TestUpPlanRefused(t *testing.T) {
-	for _, c := range []struct {
-		name, src, want string
-		line            int
-	}{
-		{"ib-sm", `name: z
-fabric: ib
-topology:
-  nodes:
-    sw1: {kind: switch}
-    h1: {kind: nic}
-  links:
-    - endpoints: ["h1:p1", "sw1:p1"]
-ib:
-  sm: h1
-`, "ib.sm: the subnet manager runs in `emulab sim`", 10},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			for _, mode := range []HostMode{HostsNIC, HostsTAP} {
-				var socks []string
-				_, err := makePlan(upParse(t, c.src), mode, "/f.yaml", upTestSock(&socks))
-				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "lab.yaml") {
-					t.Errorf("%s: %v, want %q", mode, err, c.want)
-				}
-				var fe *FieldError
-				if errors.As(err, &fe) && fe.Line != c.line {
-					t.Errorf("%s: line %d, want %d", mode, fe.Line, c.line)
-				}
-			}
-		})
-	}
 	var socks []string
 	if _, err := makePlan(upParse(t, upTwoHosts), HostsAuto, "/f.yaml", upTestSock(&socks)); err == nil {
 		t.Error("plan with HostsAuto accepted")

@@ -103,7 +103,7 @@ func (n *NIC) armPort(t clock.Time) {
 // credit is skipped until the peer grants more (IBA 7.9.4).
 func (n *NIC) kick() {
 	now := n.clk.Now()
-	if n.tx == nil || n.linkDown {
+	if n.tx == nil || n.linkDown || n.txHeld {
 		return
 	}
 	if now < n.busyUntil {

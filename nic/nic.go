@@ -66,6 +66,7 @@ type NIC struct {
 	busyUntil clock.Time
 	portTimer clock.Timer
 	linkDown  bool
+	txHeld    bool // SetTxHeld: the driver's transport is full
 
 	// Engine.
 	qps      []*QP // by QP number
@@ -157,6 +158,17 @@ func (n *NIC) SetLinkUp(up bool) {
 		if n.ib() {
 			n.ibStart(false)
 		}
+		n.wake()
+	}
+}
+
+// SetTxHeld holds the transmitter back (held) or releases it, without
+// touching the link: a real-time driver whose transport to the wire is
+// full uses it, as a NIC's MAC waits for its PHY. Frames and QPs wait, RC
+// timers run; the SMA and the peer see no link change.
+func (n *NIC) SetTxHeld(held bool) {
+	n.txHeld = held
+	if !held {
 		n.wake()
 	}
 }

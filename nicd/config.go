@@ -244,6 +244,13 @@ func ibNICConfig(spec *lab.Spec, n *lab.Node, p *lab.Port, nc *NodeConfig) (*Nod
 		ip.Neighbours = append(ip.Neighbours, nic.IPoIBNeighbour{IP: netip.AddrFrom4(o.IPv4), MAC: wire.MAC(o.MAC), LID: o.LID})
 	}
 	c.IPoIB = ip
+	if sm := spec.IB; sm != nil && sm.SM != nil {
+		// A managed fabric: the HCA's SMA reports the lab's LID, which
+		// the SM keeps (it keeps a valid, free reported LID), so the
+		// IPoIB neighbours above stay right; data waits for Active.
+		c.SMA = &nic.SMAConfig{NodeGUID: lab.IBGUID(n.Name), Description: n.Name + " HCA-1", IsSM: sm.SM.Host == n.Name}
+		nc.Notes = append(nc.Notes, fmt.Sprintf("ib.sm: the subnet manager on %s makes the port Active", sm.SM.Host))
+	}
 	nc.HostMTU = mtu - 4 // RFC 4391: the IPoIB header takes 4 bytes of the IB MTU
 	nc.Notes = append(nc.Notes, fmt.Sprintf("IB HCA, LID %d, IPoIB MTU %d to %d neighbours", n.LID, nc.HostMTU, len(ip.Neighbours)))
 	nc.NIC = c

@@ -34,6 +34,7 @@ import (
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nic"
 	"github.com/emufabric/emufabric/rt"
+	"github.com/emufabric/emufabric/sm"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -85,8 +86,12 @@ type Daemon struct {
 	uri     PortURI
 
 	// Loop goroutine only.
-	linkPort  *rt.Port
-	gate      *txGate
+	linkPort *rt.Port
+	gate     *txGate
+	// The lab's subnet manager when it runs here (sm.go).
+	smr       *sm.Runner
+	smStarted bool
+	smLogged  int
 	sessions  map[*session]struct{}
 	storm     clock.Timer
 	caps      []*capSub
@@ -159,6 +164,7 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 	if d.nic, err = nic.New(&d.cfg.NIC, d.clk, d.loop.Pool()); err != nil {
 		return nil, err
 	}
+	d.newSM()
 	defer func() {
 		if err != nil {
 			d.Close()

@@ -12,9 +12,9 @@ import (
 // frames between processes (a 100 Gb/s link on a laptop), and the real-
 // time clock replays late timers in bursts. A real NIC never drops on its
 // own egress: when the transport's queue holds more than gateHigh frames
-// the gate takes the NIC's port off the wire (nic.SetLinkUp(false): frames
-// and QPs wait, RC timers keep running) and polls until the writer has
-// drained below gateLow. So the engine's RDMA traffic slows to what the
+// the gate holds the NIC's transmitter (nic.SetTxHeld: frames and QPs
+// wait, RC timers keep running, the link stays up for the SMA and the
+// peer) and polls until the writer has drained below gateLow. So the engine's RDMA traffic slows to what the
 // machine can carry instead of losing frames to the port queue (which
 // would cost go-back-N retransmissions), and kernel traffic sees the NIC's
 // own per-priority queues fill, as behind a slower wire. Loop goroutine
@@ -105,7 +105,8 @@ func (g *txGate) setUp(up bool) {
 
 func (g *txGate) apply() {
 	if !g.dead {
-		g.nic.SetLinkUp(g.up && g.admin && !g.held)
+		g.nic.SetLinkUp(g.up && g.admin)
+		g.nic.SetTxHeld(g.held)
 	}
 }
 

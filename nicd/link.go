@@ -104,6 +104,7 @@ func (d *Daemon) attachLink(link rt.Link) error {
 	d.nic.Attach(d.gate)
 	d.gate.setUp(true)
 	d.setLink(LinkUp, nil)
+	d.startSM()
 	go func() {
 		<-p.Done()
 		d.loop.Post(func() {

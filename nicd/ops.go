@@ -3,6 +3,7 @@ package nicd
 import (
 	"errors"
 	"fmt"
+	"github.com/emufabric/emufabric/mad"
 	"strconv"
 	"strings"
 )
@@ -86,6 +87,11 @@ func (d *Daemon) opStatus() (*Response, error) {
 		if d.gate != nil {
 			st.GateHolds = d.gate.holds
 		}
+		st.LID = d.nic.LID()
+		if a := d.nic.SMA(); a != nil {
+			st.IBState = mad.PortStateName(a.PortState(1))
+		}
+		st.SM = d.smStatus()
 	})
 	return &Response{Status: st}, err
 }

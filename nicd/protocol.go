@@ -118,6 +118,30 @@ type Status struct {
 	Sessions     int     `json:"sessions"`
 	QPs          int     `json:"qps"`
 	GateHolds    uint64  `json:"gate_holds"` // times the transport held the NIC back
+	// IB: the port's LID and logical state (as ibstat prints it), and the
+	// subnet manager's figures on the host that runs it.
+	LID     uint16    `json:"lid,omitempty"`
+	IBState string    `json:"ib_state,omitempty"`
+	SM      *SMStatus `json:"sm,omitempty"`
+}
+
+// SMStatus is the subnet manager's state (the emunic that runs ib.sm).
+type SMStatus struct {
+	HeavySweeps   int         `json:"heavy_sweeps"`
+	LightSweeps   int         `json:"light_sweeps"`
+	SMPsSent      uint64      `json:"smps_sent"`
+	Timeouts      uint64      `json:"timeouts"`
+	LastSweepSMPs uint64      `json:"last_sweep_smps"`
+	LastSweepUs   float64     `json:"last_sweep_us"`
+	Nodes         int         `json:"nodes"`
+	LIDs          []SMNodeLID `json:"lids,omitempty"`
+	Errors        []string    `json:"errors,omitempty"`
+}
+
+// SMNodeLID is one node the SM found and the LID it holds.
+type SMNodeLID struct {
+	Node string `json:"node"` // NodeDescription
+	LID  uint16 `json:"lid"`
 }
 
 // PortCounters are one port's counters (the emuswitch layout).

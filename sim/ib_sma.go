@@ -3,11 +3,11 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/sm"
 	"github.com/emufabric/emufabric/switchcore"
@@ -49,14 +49,9 @@ func (d *SubnetManager) SM() *sm.SM { return d.m }
 // Host returns the synthetic host the SM runs on (nil on a NIC host).
 func (d *SubnetManager) Host() *Host { return d.host }
 
-// IBGUID returns the node GUID the simulator gives the node called name
-// (FNV-64a of the name, low byte cleared so a CA's port GUID, node GUID +
-// port, stays distinct).
-func IBGUID(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64() &^ 0xFF
-}
+// IBGUID returns the node GUID the simulator gives the node called name,
+// lab.IBGUID's, as the real-time daemons do.
+func IBGUID(name string) uint64 { return lab.IBGUID(name) }
 
 // ManageIB hands the IB fabric to a subnet manager on cfg.SMHost: it
 // clears the switches' forwarding tables and the hosts' LIDs, starts the

@@ -92,7 +92,7 @@ func (d *Daemon) enableSMA(spec *lab.Spec) error {
 	if spec.IB == nil || spec.IB.SM == nil {
 		return nil
 	}
-	_, err := d.sw.EnableSMA(switchcore.SMAConfig{Agent: mad.AgentConfig{
+	a, err := d.sw.EnableSMA(switchcore.SMAConfig{Agent: mad.AgentConfig{
 		NodeGUID: sim.IBGUID(d.node.Name), Description: d.node.Name, DeviceID: 0x5A5A,
 		PortLink: func(p int) (width, speed, speedExt uint8) {
 			if p < 1 || p > len(d.ports) || d.node.Ports[p-1].Link == nil {
@@ -101,10 +101,15 @@ func (d *Daemon) enableSMA(spec *lab.Spec) error {
 			return mad.LinkFor(d.ports[p-1].speed)
 		},
 	}})
-	if err == nil {
-		d.log.Printf("fabric ib: subnet manager on %s: SMA enabled, forwarding table empty until the SM programs it", spec.IB.SM.Host)
+	if err != nil {
+		return err
 	}
-	return err
+	// The switch reports the lab's LID, which an SM keeps when it is free
+	// (sm/lid.go), as the HCAs do: the hosts' IPoIB neighbour tables,
+	// written from the lab's LIDs, stay right.
+	a.SetLID(d.node.LID)
+	d.log.Printf("fabric ib: subnet manager on %s: SMA enabled (LID %d reported), forwarding table empty until the SM programs it", spec.IB.SM.Host, d.node.LID)
+	return nil
 }
 
 // corruptIB is the emulated wire's bit error on an IB link: one byte of

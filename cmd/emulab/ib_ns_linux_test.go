@@ -10,9 +10,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/nicd"
 	"github.com/emufabric/emufabric/wire"
 	"github.com/emufabric/emufabric/wire/capture"
 )
@@ -146,4 +148,78 @@ func readIBCapture(t *testing.T, file string) (data, link int) {
 			t.Errorf("ERF type %d", rec.ERF.Type)
 		}
 	}
+}
+
+// The fat tree of examples/ib-fat-tree.yaml in namespaces, managed by the
+// subnet manager in h1's emunic: its heavy sweep finds the 22 nodes and
+// gives them unique LIDs (the lab's, which every node reports and the SM
+// keeps); hosts reach each other across both spines over IPoIB and RDMA;
+// a cut leaf-spine link is noticed by a light sweep, the SM re-sweeps and
+// reroutes, and every host is reachable again.
+func TestIBNamespaceSM(t *testing.T) {
+	e := newUpEnv(t)
+	l := e.lab(t, "../../examples/ib-fat-tree.yaml")
+	socks := e.up(t, l, "nic")
+	st, err := lab.ReadStatus(e.state, l.name)
+	if err != nil || st.Info == nil {
+		t.Fatalf("status: %v", err)
+	}
+	var smCtl string
+	for _, n := range st.Info.Nodes {
+		if n.Name == "h1" {
+			smCtl = n.Control
+		}
+	}
+	sweeps := func() *nicd.SMStatus {
+		var r nicd.Response
+		if err := lab.ControlRequest(smCtl, map[string]string{"op": "status"}, &r, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == nil || r.Status.SM == nil {
+			t.Fatalf("h1's status has no subnet manager: %+v", r.Status)
+		}
+		return r.Status.SM
+	}
+	waitSweeps := func(n int) *nicd.SMStatus {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			s := sweeps()
+			if s.HeavySweeps >= n {
+				return s
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no heavy sweep %d after 20 s: %+v", n, s)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	s := waitSweeps(1)
+	t.Logf("SM in h1's emunic: heavy sweep of %d nodes, %d SMPs in %.1f ms", s.Nodes, s.LastSweepSMPs, s.LastSweepUs/1000)
+	lids := map[uint16]string{}
+	for _, x := range s.LIDs {
+		if o, dup := lids[x.LID]; dup || x.LID == 0 {
+			t.Errorf("LID %d: %q and %q", x.LID, o, x.Node)
+		}
+		lids[x.LID] = x.Node
+	}
+	if s.Nodes != 22 || len(lids) != 22 || len(s.Errors) > 0 {
+		t.Fatalf("sweep: %d nodes, %d LIDs, errors %v", s.Nodes, len(lids), s.Errors)
+	}
+	e.ping(t, l, "h1", "h16")
+	e.ping(t, l, "h5", "h12")
+	out := e.mustRun(t, "perf", "write_bw", l.node("h1"), l.node("h16"), "-s", "65536", "-n", "50")
+	if !strings.Contains(out, "data check: the destination memory") {
+		t.Errorf("write_bw h1 -> h16 on the SM's fabric:\n%s", out)
+	}
+
+	// Cut leaf2 - spine1: the routes from leaf2 through spine1 break
+	// until the SM reroutes them through spine2.
+	cut := time.Now()
+	e.mustRun(t, "link", "set", l.node("leaf2")+":p5", "down")
+	s = waitSweeps(2)
+	t.Logf("after the cut: heavy sweep %d done %.0f ms after it, %d SMPs", s.HeavySweeps, time.Since(cut).Seconds()*1000, s.LastSweepSMPs)
+	for _, dst := range []string{"h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16"} {
+		e.ping(t, l, "h5", dst)
+	}
+	e.down(t, l, socks)
 }
