@@ -22,6 +22,13 @@ func (d *Daemon) handle(s *session, req *Request, fr *fdReader) *Response {
 		resp, err = d.opCounters()
 	case "link":
 		resp, err = d.opLink(req)
+	case "sm":
+		var sb strings.Builder
+		var werr error
+		if err = d.Do(func() { werr = d.smText(&sb, req.What, req.Node) }); err == nil {
+			err = werr
+		}
+		resp = &Response{Text: sb.String()}
 	case "mlnx_qos":
 		var sb strings.Builder
 		var werr error

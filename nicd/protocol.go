@@ -31,6 +31,11 @@ import "github.com/emufabric/emufabric/nic"
 type Request struct {
 	Op string `json:"op"`
 
+	// sm: which infiniband-diags output of the SM's last sweep (nodes,
+	// list, ports, routes) and, optionally, of which node only.
+	What string `json:"what,omitempty"`
+	Node string `json:"node,omitempty"`
+
 	// reg_mr
 	Length uint64          `json:"length,omitempty"`
 	Access nic.AccessFlags `json:"access,omitempty"`

@@ -1,7 +1,12 @@
 package nicd
 
 import (
+	"errors"
+	"fmt"
+	"io"
+
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/sm"
 )
@@ -80,4 +85,29 @@ func (d *Daemon) smStatus() *SMStatus {
 		}
 	}
 	return s
+}
+
+// smText writes the SM's last sweep as infiniband-diags prints it (see
+// sm.Topology.Write), for `emulab ib` on a running lab. Loop goroutine.
+func (d *Daemon) smText(w io.Writer, what, node string) error {
+	if d.smr == nil {
+		return fmt.Errorf("no subnet manager runs on %s", d.cfg.NIC.Name)
+	}
+	t := d.smr.SM().Topology()
+	if t == nil {
+		return errors.New("the subnet manager has not finished a sweep yet")
+	}
+	var sel *sm.Node
+	if node != "" {
+		if sel = t.Node(lab.IBGUID(node)); sel == nil {
+			return fmt.Errorf("node %s: not in the swept fabric (no such node, or cut off from the subnet manager)", node)
+		}
+		switch {
+		case what == "ports" && sel.IsSwitch():
+			return fmt.Errorf("node %s is a switch: ports shows HCAs (ibstat)", node)
+		case what == "routes" && !sel.IsSwitch():
+			return fmt.Errorf("node %s is an HCA: routes shows switches' forwarding tables", node)
+		}
+	}
+	return t.Write(w, what, sel)
 }

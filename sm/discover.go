@@ -50,13 +50,34 @@ func (m *SM) gotNodeInfo(r *req, ni mad.NodeInfo) {
 	}
 	link(r.from, r.fromPort, n, arrival)
 	m.push(&req{kind: kNodeDesc, method: mad.MethodGet, attr: mad.AttrNodeDescription, path: r.path, node: n})
+	if n.IsSwitch() {
+		// The ports are read once PortStateChange is cleared (clearPSC).
+		m.push(&req{kind: kSwitchInfo, method: mad.MethodGet, attr: mad.AttrSwitchInfo, path: r.path, node: n})
+		return
+	}
+	m.readPorts(n)
+}
+
+// clearPSC clears a switch's PortStateChange before its ports are read,
+// keeping its LinearFDBTop (top, as just read). A port that changes after
+// the clear sets it again and the next light sweep sees it; clearing it
+// later, after the reads (as the programming phase could), would lose a
+// port that came up in between, and the SM would never look at it.
+func (m *SM) clearPSC(r *req, top uint16) {
+	c := &req{kind: kClearPSC, method: mad.MethodSet, attr: mad.AttrSwitchInfo, path: r.path, node: r.node}
+	mad.SwitchInfo(c.data[:]).Encode(&mad.SwitchInfoFields{LinearFDBTop: top, PortStateChange: true})
+	m.push(c)
+}
+
+// readPorts asks for the PortInfo of every port of n (port 0 too on a
+// switch: its LID).
+func (m *SM) readPorts(n *Node) {
 	first := 1
 	if n.IsSwitch() {
 		first = 0
-		m.push(&req{kind: kSwitchInfo, method: mad.MethodGet, attr: mad.AttrSwitchInfo, path: r.path, node: n})
 	}
 	for p := first; p <= n.NumPorts; p++ {
-		m.push(&req{kind: kPortInfo, method: mad.MethodGet, attr: mad.AttrPortInfo, am: uint32(p), path: r.path, node: n, port: p})
+		m.push(&req{kind: kPortInfo, method: mad.MethodGet, attr: mad.AttrPortInfo, am: uint32(p), path: n.Path, node: n, port: p})
 	}
 }
 

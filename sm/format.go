@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/emufabric/emufabric/mad"
 )
@@ -154,4 +155,69 @@ func (t *Topology) WriteRoutes(w io.Writer) error {
 		fmt.Fprintf(b, "%d valid lids dumped \n", n)
 	}
 	return b.Flush()
+}
+
+// Write writes one of the infiniband-diags shapes of the topology: what
+// is "nodes" (ibnetdiscover), "list" (ibnetdiscover -l), "ports" (ibstat,
+// HCAs) or "routes" (ibroute, switches). sel, when not nil, limits the
+// output to that node's part.
+func (t *Topology) Write(w io.Writer, what string, sel *Node) error {
+	switch what {
+	case "nodes":
+		return t.writeBlocks(w, sel, t.WriteIBNetDiscover, t.Nodes, true)
+	case "list":
+		return t.writeList(w, sel)
+	case "ports":
+		return t.writeBlocks(w, sel, t.WriteIBStat, t.CAs(), false)
+	case "routes":
+		return t.writeBlocks(w, sel, t.WriteRoutes, t.Switches(), false)
+	}
+	return fmt.Errorf("sm: output %q: want nodes, list, ports or routes", what)
+}
+
+// writeBlocks writes one of the outputs, or only sel's block of it. The
+// writers separate nodes by blank lines in the order of nodes
+// (ibnetdiscover after its comment header), which is how a block is
+// matched to its node.
+func (t *Topology) writeBlocks(w io.Writer, sel *Node, write func(io.Writer) error, nodes []*Node, header bool) error {
+	if sel == nil {
+		return write(w)
+	}
+	var b strings.Builder
+	if err := write(&b); err != nil {
+		return err
+	}
+	blocks := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n\n")
+	if header {
+		blocks = blocks[1:]
+	}
+	if len(blocks) != len(nodes) {
+		return fmt.Errorf("sm: %d output blocks for %d nodes", len(blocks), len(nodes))
+	}
+	for i, n := range nodes {
+		if n == sel {
+			_, err := io.WriteString(w, blocks[i]+"\n")
+			return err
+		}
+	}
+	return fmt.Errorf("sm: node %s has no block", sel.Desc)
+}
+
+// writeList writes one line per node as ibnetdiscover -l does.
+func (t *Topology) writeList(w io.Writer, sel *Node) error {
+	for _, n := range t.Nodes {
+		if sel != nil && n != sel {
+			continue
+		}
+		var err error
+		if n.IsSwitch() {
+			_, err = fmt.Fprintf(w, "Switch    : 0x%016x ports %d \"%s\" base port 0 lid %d lmc 0\n", n.GUID, n.NumPorts, n.Desc, n.LID)
+		} else {
+			_, err = fmt.Fprintf(w, "Ca        : 0x%016x ports %d \"%s\"\n", n.GUID, n.NumPorts, n.Desc)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,7 +3,7 @@ package sm
 import "github.com/emufabric/emufabric/mad"
 
 // Programming (after discovery): Set PortInfo where a LID or the SM LID
-// differs, Set SwitchInfo (LinearFDBTop, and clear PortStateChange), Set
+// differs, Set SwitchInfo (LinearFDBTop), Set
 // every LinearForwardingTable block that differs from what the switch
 // holds; then, once all of that is acknowledged, Set PortState Armed on
 // every port in Init, and then Active on every port in Armed, switches
@@ -62,7 +62,9 @@ func (m *SM) queueProgram() {
 			top = n.LFTCap - 1
 		}
 		r := &req{kind: kSetSwitchInfo, method: mad.MethodSet, attr: mad.AttrSwitchInfo, path: n.Path, node: n}
-		mad.SwitchInfo(r.data[:]).Encode(&mad.SwitchInfoFields{LinearFDBTop: top, PortStateChange: true})
+		// PortStateChange is left alone: discovery cleared it before
+		// reading the ports (clearPSC).
+		mad.SwitchInfo(r.data[:]).Encode(&mad.SwitchInfoFields{LinearFDBTop: top})
 		m.push(r)
 		prog := m.programmed[n.GUID]
 		for base := 0; base <= int(top); base += mad.LFTBlockSize {

@@ -15,8 +15,9 @@ const (
 	kNodeDesc                           // discovery: the node's description
 	kPortInfo                           // discovery: one port's state
 	kSwitchInfo                         // discovery: LFT capacity, PortStateChange
+	kClearPSC                           // discovery: clear PortStateChange, then read the ports
 	kSetPortInfo                        // LID / state programming
-	kSetSwitchInfo                      // LinearFDBTop, clear PortStateChange
+	kSetSwitchInfo                      // LinearFDBTop
 	kSetLFT                             // one LFT block
 	kLightSwitchInfo                    // light sweep poll
 )
@@ -58,6 +59,10 @@ func (m *SM) done(now clock.Time, r *req, smp mad.SMP) {
 		si := mad.SwitchInfo(data)
 		r.node.LFTCap = si.LinearFDBCap()
 		r.node.psc = si.PortStateChange()
+		m.clearPSC(r, si.LinearFDBTop())
+	case kClearPSC:
+		r.node.psc = mad.SwitchInfo(data).PortStateChange()
+		m.readPorts(r.node)
 	case kSetPortInfo:
 		if p := r.node.port(r.port); p != nil {
 			p.Info = mad.PortInfo(data).Fields()

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
+	"github.com/emufabric/emufabric/nicd"
 	"github.com/emufabric/emufabric/sim"
 	"github.com/emufabric/emufabric/sm"
 )
@@ -22,10 +24,11 @@ import (
 // a real one.
 
 type ibFlags struct {
-	node string
-	json bool
-	cut  string
-	list bool
+	node     string
+	json     bool
+	cut      string
+	list     bool
+	stateDir string
 }
 
 // ibSweepLimit bounds the simulated time one sweep may take before the
@@ -47,6 +50,9 @@ the ports Active. The command prints the result of that first heavy sweep:
   ports    every HCA port as ibstat prints it
   routes   every switch's unicast forwarding table as ibroute dumps it
 
+Given the name of a running lab (emulab up) instead of a file, it asks the
+subnet manager running in that lab's emunic (ib.sm) for its last sweep.
+
 The lab's traffic and link schedules are not run. --cut A:P takes the link on
 port P of node A down after the first sweep; the SM's light sweep notices the
 port change, a heavy sweep reroutes around it, and the output shows the fabric
@@ -54,11 +60,13 @@ after that re-sweep. A summary of the sweeps goes to standard error.`,
 		Example: `  emulab ib nodes examples/ib-fat-tree.yaml
   emulab ib ports examples/ib-two-hosts.yaml --node h2
   emulab ib routes examples/ib-fat-tree.yaml --node leaf1 --cut leaf1:p5
-  emulab ib nodes -l examples/ib-fat-tree.yaml --json`,
+  emulab ib nodes -l examples/ib-fat-tree.yaml --json
+  emulab ib routes ib-fat-tree --node leaf1          # a running lab`,
 	}
 	parent.PersistentFlags().StringVar(&fl.node, "node", "", "only the node called `NAME` (a switch, or an HCA's host)")
 	parent.PersistentFlags().BoolVar(&fl.json, "json", false, "print JSON instead of the infiniband-diags text")
 	parent.PersistentFlags().StringVar(&fl.cut, "cut", "", "cut the link on `NODE:PORT` after the first sweep and show the re-sweep")
+	parent.PersistentFlags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of running labs live under `DIR`")
 	for _, c := range []struct{ use, short string }{
 		{"nodes", "The topology, as ibnetdiscover writes it"},
 		{"ports", "Every HCA port, as ibstat prints it"},
@@ -66,7 +74,7 @@ after that re-sweep. A summary of the sweeps goes to standard error.`,
 	} {
 		what := c.use
 		cmd := &cobra.Command{
-			Use:   c.use + " FILE",
+			Use:   c.use + " FILE|LAB",
 			Short: c.short,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
@@ -100,6 +108,9 @@ type ibCutResult struct {
 }
 
 func runIB(cmd *cobra.Command, what, file string, fl *ibFlags) error {
+	if name, err := labNameArg(file); err == nil && name == file {
+		return runIBLive(cmd, what, name, fl)
+	}
 	spec, err := loadLab(cmd, file)
 	if err != nil {
 		return err
@@ -129,17 +140,42 @@ func runIB(cmd *cobra.Command, what, file string, fl *ibFlags) error {
 	if fl.json {
 		return r.writeJSON(out, what, sel)
 	}
-	switch what {
-	case "nodes":
-		if fl.list {
-			return writeIBList(out, t, sel)
-		}
-		return writeIBBlocks(out, t, sel, t.WriteIBNetDiscover, t.Nodes, true)
-	case "ports":
-		return writeIBBlocks(out, t, sel, t.WriteIBStat, t.CAs(), false)
-	default:
-		return writeIBBlocks(out, t, sel, t.WriteRoutes, t.Switches(), false)
+	if what == "nodes" && fl.list {
+		what = "list"
 	}
+	return t.Write(out, what, sel)
+}
+
+// runIBLive prints the sweep of the SM running in lab name's emunic.
+func runIBLive(cmd *cobra.Command, what, name string, fl *ibFlags) error {
+	if fl.json || fl.cut != "" {
+		return fmt.Errorf("lab %s: --json and --cut work on a lab file (the simulator); on a running lab, cut with `emulab link set`", name)
+	}
+	st, err := lab.ReadStatus(fl.stateDir, name)
+	if err != nil || st.Info == nil {
+		return fmt.Errorf("lab %s: not up (%v); give a lab file to sweep it in the simulator", name, err)
+	}
+	if what == "nodes" && fl.list {
+		what = "list"
+	}
+	for _, n := range st.Info.Nodes {
+		if n.Kind != lab.KindNIC || n.Control == "" {
+			continue
+		}
+		var r nicd.Response
+		if err := lab.ControlRequest(n.Control, map[string]string{"op": "status"}, &r, 5*time.Second); err != nil || r.Status == nil || r.Status.SM == nil {
+			continue
+		}
+		var out nicd.Response
+		if err := lab.ControlRequest(n.Control, &nicd.Request{Op: "sm", What: what, Node: fl.node}, &out, 10*time.Second); err != nil {
+			return fmt.Errorf("lab %s: subnet manager on %s: %w", name, n.Name, err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "subnet manager on %s: %d heavy sweeps, %d light sweeps, last heavy sweep %d nodes, %d SMPs in %.1f ms\n",
+			n.Name, r.Status.SM.HeavySweeps, r.Status.SM.LightSweeps, r.Status.SM.Nodes, r.Status.SM.LastSweepSMPs, r.Status.SM.LastSweepUs/1000)
+		_, err := io.WriteString(cmd.OutOrStdout(), out.Text)
+		return err
+	}
+	return fmt.Errorf("lab %s: no emunic runs a subnet manager (the lab file has no ib.sm, or its LIDs are static)", name)
 }
 
 // loadLab loads a lab file, printing its problems and warnings as emulab
@@ -263,53 +299,6 @@ func (r *ibRun) summary(w io.Writer) {
 	if errs := r.d.SM().Errors(); len(errs) > 0 {
 		fmt.Fprintf(w, "subnet manager errors: %s\n", strings.Join(errs, "; "))
 	}
-}
-
-// writeIBBlocks writes one of the SM's infiniband-diags outputs, or only
-// sel's block of it. The writers separate nodes by blank lines in the
-// order of nodes (ibnetdiscover after its comment header), which is how
-// a block is matched to its node.
-func writeIBBlocks(w io.Writer, t *sm.Topology, sel *sm.Node, write func(io.Writer) error, nodes []*sm.Node, header bool) error {
-	if sel == nil {
-		return write(w)
-	}
-	var b strings.Builder
-	if err := write(&b); err != nil {
-		return err
-	}
-	blocks := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n\n")
-	if header {
-		blocks = blocks[1:]
-	}
-	if len(blocks) != len(nodes) {
-		return fmt.Errorf("emulab ib: %d output blocks for %d nodes", len(blocks), len(nodes))
-	}
-	for i, n := range nodes {
-		if n == sel {
-			_, err := io.WriteString(w, blocks[i]+"\n")
-			return err
-		}
-	}
-	return fmt.Errorf("emulab ib: node %s has no block", sel.Desc)
-}
-
-// writeIBList writes one line per node as ibnetdiscover -l does.
-func writeIBList(w io.Writer, t *sm.Topology, sel *sm.Node) error {
-	for _, n := range t.Nodes {
-		if sel != nil && n != sel {
-			continue
-		}
-		var err error
-		if n.IsSwitch() {
-			_, err = fmt.Fprintf(w, "Switch    : 0x%016x ports %d \"%s\" base port 0 lid %d lmc 0\n", n.GUID, n.NumPorts, n.Desc, n.LID)
-		} else {
-			_, err = fmt.Fprintf(w, "Ca        : 0x%016x ports %d \"%s\"\n", n.GUID, n.NumPorts, n.Desc)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // labName is the lab node a swept node stands for: a switch's

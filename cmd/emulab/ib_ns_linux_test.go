@@ -180,21 +180,26 @@ func TestIBNamespaceSM(t *testing.T) {
 		}
 		return r.Status.SM
 	}
-	waitSweeps := func(n int) *nicd.SMStatus {
+	// waitSweep waits for a heavy sweep after the first after and, when
+	// nodes > 0, one that found that many nodes: the first sweep starts
+	// when h1's link is up and may miss a host whose link comes up while
+	// it runs; the switch's PortStateChange brings the light sweep to
+	// sweep again.
+	waitSweep := func(after, nodes int) *nicd.SMStatus {
 		deadline := time.Now().Add(20 * time.Second)
 		for {
 			s := sweeps()
-			if s.HeavySweeps >= n {
+			if s.HeavySweeps > after && (nodes == 0 || s.Nodes == nodes) {
 				return s
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no heavy sweep %d after 20 s: %+v", n, s)
+				t.Fatalf("no heavy sweep after %d finding %d nodes in 20 s: %+v", after, nodes, s)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	s := waitSweeps(1)
-	t.Logf("SM in h1's emunic: heavy sweep of %d nodes, %d SMPs in %.1f ms", s.Nodes, s.LastSweepSMPs, s.LastSweepUs/1000)
+	s := waitSweep(0, 22)
+	t.Logf("SM in h1's emunic: heavy sweep %d of %d nodes, %d SMPs in %.1f ms", s.HeavySweeps, s.Nodes, s.LastSweepSMPs, s.LastSweepUs/1000)
 	lids := map[uint16]string{}
 	for _, x := range s.LIDs {
 		if o, dup := lids[x.LID]; dup || x.LID == 0 {
@@ -214,10 +219,34 @@ func TestIBNamespaceSM(t *testing.T) {
 
 	// Cut leaf2 - spine1: the routes from leaf2 through spine1 break
 	// until the SM reroutes them through spine2.
+	// emulab ib on the running lab shows the SM's fabric.
+	list := e.mustRun(t, "ib", "nodes", "-l", l.name)
+	if strings.Count(list, "Switch    :") != 6 || strings.Count(list, "Ca        :") != 16 {
+		t.Errorf("emulab ib nodes -l %s:\n%s", l.name, list)
+	}
+	before := e.mustRun(t, "ib", "routes", l.name, "--node", "leaf2")
 	cut := time.Now()
 	e.mustRun(t, "link", "set", l.node("leaf2")+":p5", "down")
-	s = waitSweeps(2)
-	t.Logf("after the cut: heavy sweep %d done %.0f ms after it, %d SMPs", s.HeavySweeps, time.Since(cut).Seconds()*1000, s.LastSweepSMPs)
+	// Wait until the SM's routes of leaf2 leave port 5 (to spine1) for
+	// port 6: a sweep that began after the cut. (A sweep already under
+	// way when the link went down may finish with the old routes; the
+	// cut's PortStateChange brings the next one.)
+	var after string
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		after = e.mustRun(t, "ib", "routes", l.name, "--node", "leaf2")
+		if !strings.Contains(after, " 005 : ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the cut leaf2 still routes through port 5:\n%s", after)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s = sweeps()
+	t.Logf("after the cut: rerouted %.0f ms after it (heavy sweep %d, %d SMPs)", time.Since(cut).Seconds()*1000, s.HeavySweeps, s.LastSweepSMPs)
+	if !strings.Contains(before, " 005 : ") {
+		t.Errorf("before the cut leaf2 routed nothing through spine1 (port 5):\n%s", before)
+	}
 	for _, dst := range []string{"h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16"} {
 		e.ping(t, l, "h5", dst)
 	}
