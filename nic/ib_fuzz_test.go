@@ -8,18 +8,24 @@ import (
 	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/wire"
 )
 
-// ibFuzzPair is two IB HCAs with IPoIB, an RC and a UD QP each.
-func ibFuzzPair(t testing.TB) (*pair, *endpoint, *endpoint) {
-	cfg := func(lid uint16, peer uint16) func(*Config) {
+// ibFuzzPair is two IB HCAs with IPoIB, an RC and a UD QP each; with sma,
+// b also has a subnet management agent (and so holds its own data until
+// an SM makes it Active, which none does here).
+func ibFuzzPair(t testing.TB, sma bool) (*pair, *endpoint, *endpoint) {
+	cfg := func(lid uint16, peer uint16, sma bool) func(*Config) {
 		return func(c *Config) {
 			c.Fabric, c.LID = FabricIB, lid
 			c.IPoIB = &IPoIB{Neighbours: []IPoIBNeighbour{{IP: netip.AddrFrom4([4]byte{10, 0, 0, byte(peer)}), MAC: wire.MAC{2, 0, 0, 0, 0, byte(peer)}, LID: peer}}}
+			if sma {
+				c.SMA = &SMAConfig{NodeGUID: 0x0002c90300001200, Description: "b HCA-1"}
+			}
 		}
 	}
-	p := newPair(t, pairOpts{seed: 5, cfgA: cfg(1, 2), cfgB: cfg(2, 1)})
+	p := newPair(t, pairOpts{seed: 5, cfgA: cfg(1, 2, false), cfgB: cfg(2, 1, sma)})
 	p.a.SetHostDeliver(func(f *frame.Frame) { f.Put() })
 	p.b.SetHostDeliver(func(f *frame.Frame) { f.Put() })
 	a, b := setupRC(t, p, qpOpts{mtu: IBV_MTU_256, retry: 1, timeout: 2})
@@ -36,7 +42,7 @@ func ibFuzzPair(t testing.TB) (*pair, *endpoint, *endpoint) {
 // SEND, ACKs, READ responses, flow-control packets, a FECN answer (CN), an
 // IPoIB packet.
 func ibFuzzSeeds(t testing.TB) [][]byte {
-	p, a, b := ibFuzzPair(t)
+	p, a, b := ibFuzzPair(t, false)
 	var seeds [][]byte
 	rec := func(f *frame.Frame) {
 		if len(seeds) < 64 {
@@ -59,11 +65,26 @@ func ibFuzzSeeds(t testing.TB) [][]byte {
 	copy(h.Data, []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0, 0x45})
 	p.a.SendHost(h)
 	p.l.run(clock.Millisecond, 1<<20, nil)
+	// SMPs: a directed-route Get NodeInfo and Set PortInfo from an SM one
+	// hop away.
+	for _, f := range []mad.SMPFields{
+		{Method: mad.MethodGet, AttributeID: mad.AttrNodeInfo, TransactionID: 1},
+		{Method: mad.MethodSet, AttributeID: mad.AttrPortInfo, AttrModifier: 1, TransactionID: 2},
+	} {
+		mad.DRPath(&f, []uint8{1})
+		smp := make(mad.SMP, mad.Size)
+		smp.Encode(&f)
+		pkt := make([]byte, mad.PacketSize)
+		if _, err := mad.EncodePacket(pkt, &mad.PacketFields{DLID: mad.PermissiveLID, SLID: mad.PermissiveLID}, smp); err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, pkt)
+	}
 	return seeds
 }
 
-// FuzzReceiveIB feeds arbitrary bytes to an IB HCA with live RC, UD and
-// IPoIB: it never panics, every packet is processed or a counted drop,
+// FuzzReceiveIB feeds arbitrary bytes to an IB HCA with live RC, UD,
+// IPoIB and a subnet management agent: it never panics, every packet is processed or a counted drop,
 // and no frame leaks.
 func FuzzReceiveIB(f *testing.F) {
 	for _, s := range ibFuzzSeeds(f) {
@@ -76,7 +97,7 @@ func FuzzReceiveIB(f *testing.F) {
 		if len(data) > frame.MaxFrame {
 			data = data[:frame.MaxFrame]
 		}
-		p, _, _ := ibFuzzPair(t)
+		p, _, _ := ibFuzzPair(t, true)
 		p.l.run(10*clock.Microsecond, 1<<16, nil) // initial credits
 		fr := p.pool.Get(len(data))
 		copy(fr.Data, data)
