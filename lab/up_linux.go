@@ -251,6 +251,9 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 		say("%s %s %s mtu %d up", pn.node.Name, pn.iface.name, pn.iface.addr, pn.iface.mtu)
 	}
 
+	// 6b. InfiniBand with a subnet manager: the ports Active.
+	l.waitIBActive(ctx, plan, deadline, say)
+
 	// 7. What was built.
 	l.Info = l.info(plan, labFile, time.Since(start))
 	b, err := json.MarshalIndent(l.Info, "", "  ")
