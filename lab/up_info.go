@@ -7,6 +7,7 @@ import "time"
 type LabInfo struct {
 	Lab      string        `json:"lab"`
 	File     string        `json:"file"`
+	Fabric   Fabric        `json:"fabric,omitempty"` // roce or ib ("" from an older up: roce)
 	Hosts    HostMode      `json:"hosts"`
 	StateDir string        `json:"state_dir"`
 	Took     time.Duration `json:"took_ns"`

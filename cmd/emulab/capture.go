@@ -84,6 +84,9 @@ type liveSource struct {
 	control string
 	ports   []string
 	descr   []string
+	// link is what the daemon's records carry: Ethernet, or ERF on an
+	// InfiniBand lab.
+	link capture.LinkType
 }
 
 // liveEndpoints resolves the ports named on the command line to the
@@ -108,7 +111,10 @@ func liveEndpoints(stateDir, labFlag string, args []string, notef func(string, .
 			}
 		}
 		if src == nil {
-			src = &liveSource{node: n.Name, control: n.Control}
+			src = &liveSource{node: n.Name, control: n.Control, link: capture.LinkTypeEthernet}
+			if li.Fabric == lab.FabricIB {
+				src.link = capture.LinkTypeERF
+			}
 			srcs = append(srcs, src)
 		}
 		d := fmt.Sprintf("emulab %s: %s %s port %s", li.Lab, n.Kind, n.Name, port)
@@ -357,9 +363,9 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 	if err != nil {
 		return 0, err
 	}
-	// One interface per port, declared before any packet; a record of
-	// another link type than Ethernet (an IB port's ERF) gets its own
-	// interface when it first appears.
+	// One interface per port, declared before any packet, of the lab's
+	// link type (Ethernet, or ERF for InfiniBand); a record of another
+	// link type gets its own interface when it first appears.
 	type ifKey struct {
 		src, iface int
 		link       capture.LinkType
@@ -367,11 +373,11 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 	ids := map[ifKey]int{}
 	for i, s := range srcs {
 		for j, p := range s.ports {
-			id, err := ng.AddInterface(capture.Interface{LinkType: capture.LinkTypeEthernet, Name: s.node + ":" + p, Description: s.descr[j]})
+			id, err := ng.AddInterface(capture.Interface{LinkType: s.link, Name: s.node + ":" + p, Description: s.descr[j]})
 			if err != nil {
 				return 0, err
 			}
-			ids[ifKey{i, j, capture.LinkTypeEthernet}] = id
+			ids[ifKey{i, j, s.link}] = id
 		}
 	}
 	if err := ng.Flush(); err != nil {

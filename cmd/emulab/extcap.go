@@ -107,6 +107,7 @@ type extcapIface struct {
 	Name    string // emulab-<lab>-<node>-<port>
 	Display string
 	Ref     string // LAB/NODE:PORT
+	IB      bool   // an InfiniBand lab's port: ERF records
 }
 
 // extcapInterfaces lists the ports of the running labs under stateDir: every
@@ -136,6 +137,7 @@ func extcapInterfaces(stateDir string) ([]extcapIface, error) {
 					Name:    extcapPrefix + li.Lab + "-" + n.Name + "-" + p.Name,
 					Display: d,
 					Ref:     li.Lab + "/" + n.Name + ":" + p.Name,
+					IB:      li.Fabric == lab.FabricIB,
 				})
 			}
 		}
@@ -210,8 +212,13 @@ func runExtcap(out, errOut io.Writer, fl *extcapFlags) error {
 	}
 	switch {
 	case fl.dlts:
-		// The daemons record Ethernet frames (RoCEv2, PFC).
-		_, err := fmt.Fprintf(out, "dlt {number=1}{name=EN10MB}{display=Ethernet}\n")
+		// The daemons record Ethernet frames (RoCEv2, PFC), or on an
+		// InfiniBand lab ERF records (data and link packets).
+		dlt := "dlt {number=1}{name=EN10MB}{display=Ethernet}\n"
+		if i.IB {
+			dlt = "dlt {number=197}{name=ERF}{display=Extensible Record Format (InfiniBand)}\n"
+		}
+		_, err := io.WriteString(out, dlt)
 		return err
 	case fl.config:
 		_, err := fmt.Fprintf(out, "arg {number=0}{call=--packets}{display=Stop after packets}{type=unsigned}{default=0}"+
