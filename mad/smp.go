@@ -223,3 +223,13 @@ func (b SMP) Validate(offset int) error {
 	}
 	return nil
 }
+
+// LIDOrPermissive is the LID a port puts in an LRH: its own, or the
+// permissive LID while no SM has given it one (IBA 14.2.2.1: a port with
+// no LID sends directed-route SMPs from the permissive LID).
+func LIDOrPermissive(lid uint16) uint16 {
+	if lid == 0 {
+		return PermissiveLID
+	}
+	return lid
+}

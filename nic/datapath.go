@@ -361,18 +361,9 @@ func (n *NIC) receiveRoCE(f *frame.Frame, prio uint8) bool {
 		n.cnt[RxUnknownQP]++
 		return false
 	}
-	if !q.acceptsTransport(h.Info.Transport) {
-		n.cnt[RxQPState]++
+	if !n.accept(q, h, len(f.Data)) {
 		return false
 	}
-	if h.BTH.PKey()&0x7FFF != q.pkey&0x7FFF {
-		n.cnt[RxPKeyViolation]++
-		return false
-	}
-	n.cnt[RdmaRxPackets]++
-	n.cnt[RdmaRxBytes] += uint64(len(f.Data))
-	q.Stats.RxPackets++
-	q.Stats.RxBytes += uint64(len(f.Data))
 	if wire.IPECN(pkt.L3()) == wire.ECNCE {
 		n.notifyCE(q, pkt, prio)
 	}
@@ -394,6 +385,25 @@ func (n *NIC) receiveRoCE(f *frame.Frame, prio uint8) bool {
 		q.onResponse(h)
 	}
 	return false
+}
+
+// accept decides whether q takes a packet of size bytes with headers h
+// (either fabric): its state and type must accept the transport and the
+// P_Key must match; an accepted packet is counted.
+func (n *NIC) accept(q *QP, h *bth.Headers, size int) bool {
+	if !q.acceptsTransport(h.Info.Transport) {
+		n.cnt[RxQPState]++
+		return false
+	}
+	if h.BTH.PKey()&0x7FFF != q.pkey&0x7FFF {
+		n.cnt[RxPKeyViolation]++
+		return false
+	}
+	n.cnt[RdmaRxPackets]++
+	n.cnt[RdmaRxBytes] += uint64(size)
+	q.Stats.RxPackets++
+	q.Stats.RxBytes += uint64(size)
+	return true
 }
 
 // acceptsTransport reports whether packets of transport t may reach the QP

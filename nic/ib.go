@@ -187,18 +187,9 @@ func (n *NIC) dispatchIB(f *frame.Frame, pkt *bth.IBPacket) bool {
 		n.cnt[RxUnknownQP]++
 		return false
 	}
-	if !q.acceptsTransport(h.Info.Transport) {
-		n.cnt[RxQPState]++
+	if !n.accept(q, h, len(f.Data)) {
 		return false
 	}
-	if h.BTH.PKey()&0x7FFF != q.pkey&0x7FFF {
-		n.cnt[RxPKeyViolation]++
-		return false
-	}
-	n.cnt[RdmaRxPackets]++
-	n.cnt[RdmaRxBytes] += uint64(len(f.Data))
-	q.Stats.RxPackets++
-	q.Stats.RxBytes += uint64(len(f.Data))
 	if h.BTH.FECN() {
 		n.answerFECN(q, pkt)
 	}
@@ -244,25 +235,11 @@ func (n *NIC) answerFECN(q *QP, pkt *bth.IBPacket) {
 
 var becn = cc.Feedback{Kind: cc.FeedbackBECN}
 
-// receiveBECN is the IB CC source: a CN packet, or any packet with BECN,
-// for local QP q raises its CCT index.
+// receiveBECN is the IB CC source: a CN packet (cn), or any packet with
+// BECN, for local QP q raises its CCT index (through the reaction point,
+// as a RoCE CNP feeds DCQCN's).
 func (n *NIC) receiveBECN(q *QP, cn bool) {
-	if q == nil || q.rp == nil || q.state == IBV_QPS_ERR || q.state == IBV_QPS_RESET {
-		n.cnt[RPCNPIgnored]++
-		if q != nil {
-			q.Stats.CNPsReceived++
-		}
-		return
-	}
-	n.cnt[RPCNPHandled]++
-	if cn {
-		q.Stats.CNPsReceived++
-	}
-	q.rp.OnFeedback(n.clk.Now(), &becn)
-	q.armCC()
-	if q.scheduled {
-		n.wake()
-	}
+	n.feedback(q, &becn, cn)
 }
 
 // newIBCCRP returns the reaction point of a new IB connection.

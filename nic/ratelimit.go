@@ -63,18 +63,25 @@ func (q *QP) onCCTimer() {
 	}
 }
 
+var cnp = cc.Feedback{Kind: cc.FeedbackCNP}
+
 // receiveCNP is the reaction point's input: a CNP names the QP to slow.
-func (n *NIC) receiveCNP(q *QP) {
+func (n *NIC) receiveCNP(q *QP) { n.feedback(q, &cnp, true) }
+
+// feedback hands a congestion signal for local QP q to its reaction point
+// (rp_cnp_handled), or counts it ignored (rp_cnp_ignored) when q has none
+// or is not sending. notice counts it in the QP's CNPsReceived (a CNP or
+// CN packet; not a BECN riding on another packet).
+func (n *NIC) feedback(q *QP, fb *cc.Feedback, notice bool) {
+	if q != nil && notice {
+		q.Stats.CNPsReceived++
+	}
 	if q == nil || q.rp == nil || q.state == IBV_QPS_ERR || q.state == IBV_QPS_RESET {
 		n.cnt[RPCNPIgnored]++
-		if q != nil {
-			q.Stats.CNPsReceived++
-		}
 		return
 	}
 	n.cnt[RPCNPHandled]++
-	q.Stats.CNPsReceived++
-	q.rp.OnFeedback(n.clk.Now(), &cc.Feedback{Kind: cc.FeedbackCNP})
+	q.rp.OnFeedback(n.clk.Now(), fb)
 	q.armCC()
 }
 

@@ -109,10 +109,10 @@ func (n *NIC) receiveSMP(f *frame.Frame) bool {
 		}
 		return false
 	case mad.SendPort:
-		putLID(lrh[6:], n.cfg.LID)
+		lrh.SetSLID(mad.LIDOrPermissive(n.cfg.LID))
 	case mad.SendLID:
-		putLID(lrh[2:], lrh.SLID())
-		putLID(lrh[6:], n.cfg.LID)
+		lrh.SetDLID(mad.LIDOrPermissive(lrh.SLID()))
+		lrh.SetSLID(mad.LIDOrPermissive(n.cfg.LID))
 	default:
 		return false
 	}
@@ -149,7 +149,7 @@ func (n *NIC) SendSMP(smp mad.SMP) {
 	}
 	f := n.pool.Get(mad.PacketSize)
 	n.sma.psn++
-	if _, err := mad.EncodePacket(f.Data, &mad.PacketFields{DLID: mad.PermissiveLID, SLID: permissiveIfZero(n.cfg.LID), PSN: n.sma.psn}, smp); err != nil {
+	if _, err := mad.EncodePacket(f.Data, &mad.PacketFields{DLID: mad.PermissiveLID, SLID: mad.LIDOrPermissive(n.cfg.LID), PSN: n.sma.psn}, smp); err != nil {
 		panic("nic: building an SMP packet: " + err.Error())
 	}
 	n.queueSMP(f)
@@ -177,16 +177,4 @@ func (n *NIC) queueSMP(f *frame.Frame) {
 	n.cnt[SMPTx]++
 	n.sma.q.push(f)
 	n.wake()
-}
-
-func permissiveIfZero(lid uint16) uint16 {
-	if lid == 0 {
-		return mad.PermissiveLID
-	}
-	return lid
-}
-
-func putLID(b []byte, lid uint16) {
-	lid = permissiveIfZero(lid)
-	b[0], b[1] = byte(lid>>8), byte(lid)
 }

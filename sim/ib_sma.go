@@ -277,10 +277,10 @@ func (h *Host) handleSMP(f *frame.Frame) {
 		f.Put()
 		return
 	case mad.SendPort:
-		setLID(lrh[6:], h.cfg.LID)
+		lrh.SetSLID(mad.LIDOrPermissive(h.cfg.LID))
 	case mad.SendLID:
-		setLID(lrh[2:], lrh.SLID())
-		setLID(lrh[6:], h.cfg.LID)
+		lrh.SetDLID(mad.LIDOrPermissive(lrh.SLID()))
+		lrh.SetSLID(mad.LIDOrPermissive(h.cfg.LID))
 	default:
 		f.Put()
 		return
@@ -311,7 +311,7 @@ func (h *Host) sendSMP(smp mad.SMP) {
 	st := h.smiState()
 	f := h.s.pool.Get(mad.PacketSize)
 	st.psn++
-	if _, err := mad.EncodePacket(f.Data, &mad.PacketFields{DLID: mad.PermissiveLID, SLID: permissiveIfZero(h.cfg.LID), PSN: st.psn}, smp); err != nil {
+	if _, err := mad.EncodePacket(f.Data, &mad.PacketFields{DLID: mad.PermissiveLID, SLID: mad.LIDOrPermissive(h.cfg.LID), PSN: st.psn}, smp); err != nil {
 		panic(fmt.Sprintf("sim: host %s: building an SMP packet: %v", h.cfg.Name, err))
 	}
 	h.queueSMP(f)
@@ -340,18 +340,6 @@ func (h *Host) sendQueuedSMP() {
 }
 
 func (h *Host) smpPending() bool { return h.smi != nil && len(h.smi.txq) > 0 }
-
-func permissiveIfZero(lid uint16) uint16 {
-	if lid == 0 {
-		return mad.PermissiveLID
-	}
-	return lid
-}
-
-func setLID(b []byte, lid uint16) {
-	lid = permissiveIfZero(lid)
-	b[0], b[1] = byte(lid>>8), byte(lid)
-}
 
 // portLink reports a switch port's link as IB width and speed codes.
 func (w *simSwitch) portLink(p int) (width, speed, speedExt uint8) {

@@ -72,6 +72,11 @@ func (b LRH) SLID() uint16 { return binary.BigEndian.Uint16(b[lrhSLID:]) }
 // lookup. The VCRC must be recomputed afterwards (PutVCRC); the ICRC masks VL.
 func (b LRH) SetVL(vl uint8) { b[lrhVLLVer] = vl<<4 | b[lrhVLLVer]&0x0F }
 
+// SetDLID and SetSLID rewrite the LIDs, as an SMA turning a request into
+// its response does. Both CRCs must be recomputed afterwards.
+func (b LRH) SetDLID(lid uint16) { binary.BigEndian.PutUint16(b[lrhDLID:], lid) }
+func (b LRH) SetSLID(lid uint16) { binary.BigEndian.PutUint16(b[lrhSLID:], lid) }
+
 // SetPktLen rewrites PktLen, keeping the reserved bits.
 func (b LRH) SetPktLen(words uint16) {
 	v := binary.BigEndian.Uint16(b[lrhPktLen:])&^lrhPktMask | words&lrhPktMask

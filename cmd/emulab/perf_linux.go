@@ -27,7 +27,8 @@ SRC is the requester (perftest's client), DST the responder (its server);
 both are LAB/NODE, or NODE when one lab is up. emulab plays both of
 perftest's processes: it drives each host's emunic over its control socket
 (registering shared memory, creating CQs and QPs, posting work requests and
-polling completions), so the frames cross the lab's switches as real RoCEv2.
+polling completions), so the frames cross the lab's switches as real RoCEv2
+(or, in an InfiniBand lab, as native IB packets addressed by LID).
 
 After the run the destination memory is compared byte for byte with the
 source (read_bw: the requester's buffer with the responder's); a mismatch is
