@@ -86,6 +86,12 @@ type Config struct {
 	// 65,536 symbol times; a real-time daemon may choose longer to spare
 	// wake-ups, since a lost update is only a delay.
 	IBFCRefresh clock.Time
+	// IBLinkTimeout (IB) takes the port's logical link down when nothing,
+	// not even a flow-control packet, arrives for that long, and brings it
+	// back with the next packet: a disabled peer port stops its
+	// flow-control packets. It must exceed the peer's refresh period. 0
+	// turns the check off (the simulator tells the NIC about its links).
+	IBLinkTimeout clock.Time
 	// IBCC configures the IB congestion control reaction point (IB, CC
 	// "ibcc"); nil means cc.DefaultIBCC().
 	IBCC *cc.IBCC

@@ -29,6 +29,8 @@ func (c *Config) validateIB() error {
 	case c.IBBlocksPerVL < wire.CreditBlocks(maxIBPacket(c.PortMTU)):
 		return fmt.Errorf("nic %q: ib buffer of %d blocks per VL cannot hold the largest packet at MTU %d (%d blocks)",
 			c.Name, c.IBBlocksPerVL, c.PortMTU, wire.CreditBlocks(maxIBPacket(c.PortMTU)))
+	case c.IBLinkTimeout < 0:
+		return fmt.Errorf("nic %q: negative ib link timeout", c.Name)
 	case c.IBFCRefresh < fcUpdate:
 		return fmt.Errorf("nic %q: ib flow-control refresh %v is shorter than %v", c.Name, c.IBFCRefresh, fcUpdate)
 	}
@@ -116,6 +118,7 @@ func (n *NIC) emitIB(dlid uint16, sl uint8, payload []byte) *frame.Frame {
 // and dropped) or a data packet for the engine or IPoIB.
 func (n *NIC) receiveIB(f *frame.Frame) {
 	b := f.Data
+	n.ibHeard()
 	if len(b) == wire.IBLinkSize {
 		n.receiveLinkPacket(b)
 		f.Put()

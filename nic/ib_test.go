@@ -9,6 +9,7 @@ import (
 	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/wire"
 )
 
@@ -397,5 +398,33 @@ func TestIBConfigErrors(t *testing.T) {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(c.want)) {
 			t.Errorf("want error with %q, got %v", c.want, err)
 		}
+	}
+}
+
+// Link integrity: when the peer falls silent (its port disabled: no data,
+// no flow-control packets) for IBLinkTimeout, the port's logical link goes
+// down (the SMA reports it Down, link_downed counts it), and it comes back
+// (Init, for the SM to sweep) with the peer's next packet.
+func TestIBLinkIntegrity(t *testing.T) {
+	p := newPair(t, pairOpts{seed: 9,
+		cfgA: func(c *Config) {
+			c.Fabric, c.LID, c.IBLinkTimeout = FabricIB, 1, 200*clock.Microsecond
+			c.SMA = &SMAConfig{NodeGUID: 0x100, Description: "a HCA-1"}
+		},
+		cfgB: func(c *Config) { c.Fabric, c.LID, c.IBFCRefresh = FabricIB, 2, 50*clock.Microsecond }})
+	state := func() string { return mad.PortStateName(p.a.SMA().PortState(1)) }
+	p.l.run(clock.Millisecond, 1<<20, nil)
+	if state() != "Initializing" || p.a.Count(IBLinkDowned) != 0 {
+		t.Fatalf("with b refreshing every 50 us: a's port %s, link_downed %d", state(), p.a.Count(IBLinkDowned))
+	}
+	p.b.SetLinkUp(false) // b's port disabled: silence on the cable
+	p.l.run(p.l.now+clock.Millisecond, 1<<20, nil)
+	if state() != "Down" || p.a.Count(IBLinkDowned) != 1 {
+		t.Fatalf("after 1 ms of silence: a's port %s, link_downed %d", state(), p.a.Count(IBLinkDowned))
+	}
+	p.b.SetLinkUp(true)
+	p.l.run(p.l.now+100*clock.Microsecond, 1<<20, nil)
+	if state() != "Initializing" || p.a.Count(IBLinkDowned) != 1 {
+		t.Fatalf("b back: a's port %s, link_downed %d", state(), p.a.Count(IBLinkDowned))
 	}
 }

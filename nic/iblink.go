@@ -27,6 +27,14 @@ type ibLink struct {
 	fcLast  [8]clock.Time
 	fcDue   uint8 // VLs whose flow-control packet is owed
 	fcTimer clock.Timer
+
+	// Link integrity (Config.IBLinkTimeout): the peer sends flow-control
+	// packets at least every refresh, so silence for longer than the
+	// timeout means the link is gone although the cable (the socket) is
+	// still there, as when the switch's port is disabled.
+	lastRx clock.Time
+	wd     clock.Timer
+	lost   bool
 }
 
 // fcUpdate is the least interval between two flow-control packets of a VL
@@ -168,4 +176,47 @@ func (n *NIC) nextFC() *frame.Frame {
 	n.cnt[IBFCTx]++
 	n.armFC(now + n.cfg.IBFCRefresh)
 	return f
+}
+
+// ibHeard notes that a packet arrived; a link that was lost is back: the
+// SMA sees the port come up (Init) and the SM will sweep it again.
+func (n *NIC) ibHeard() {
+	l := &n.ibl
+	l.lastRx = n.clk.Now()
+	if l.lost {
+		l.lost = false
+		n.smaLink(!n.linkDown && n.tx != nil)
+		n.wake()
+	}
+}
+
+// armWatchdog starts link-integrity checking from now.
+func (n *NIC) armWatchdog() {
+	if n.cfg.IBLinkTimeout <= 0 {
+		return
+	}
+	l := &n.ibl
+	l.lastRx = n.clk.Now()
+	l.wd.Reset(l.lastRx + n.cfg.IBLinkTimeout)
+}
+
+// watchdog fires every IBLinkTimeout at most: silence since the last
+// packet for that long takes the port's logical link down (the SMA's port
+// goes Down, link_downed counts it) until a packet arrives again.
+func (n *NIC) watchdog() {
+	l := &n.ibl
+	if n.linkDown || n.tx == nil {
+		return
+	}
+	now := n.clk.Now()
+	if quiet := now - l.lastRx; quiet < n.cfg.IBLinkTimeout {
+		l.wd.Reset(l.lastRx + n.cfg.IBLinkTimeout)
+		return
+	}
+	if !l.lost {
+		l.lost = true
+		n.cnt[IBLinkDowned]++
+		n.smaLink(false)
+	}
+	l.wd.Reset(now + n.cfg.IBLinkTimeout)
 }

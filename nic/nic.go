@@ -125,6 +125,7 @@ func New(cfg *Config, clk clock.Clock, pool *frame.Pool) (*NIC, error) {
 	n.portTimer = clk.NewTimer(n.kick)
 	if c.Fabric == FabricIB {
 		n.ibl.fcTimer = clk.NewTimer(n.fcTick)
+		n.ibl.wd = clk.NewTimer(n.watchdog)
 		if c.SMA != nil {
 			n.newSMA(c.SMA)
 		}
@@ -144,6 +145,7 @@ func (n *NIC) Attach(tx PortTx) {
 	n.smaLink(!n.linkDown)
 	if n.ib() {
 		n.ibStart(true)
+		n.armWatchdog()
 	}
 	n.wake()
 }
@@ -157,6 +159,7 @@ func (n *NIC) SetLinkUp(up bool) {
 	if up {
 		if n.ib() {
 			n.ibStart(false)
+			n.armWatchdog()
 		}
 		n.wake()
 	}

@@ -82,10 +82,11 @@ func (n *NIC) portActive() bool {
 	return n.sma == nil || n.sma.a.PortState(1) == mad.PortStateActive
 }
 
-// smaLink tells the agent the physical link changed.
+// smaLink tells the agent the physical link changed (a link lost to
+// silence counts as down).
 func (n *NIC) smaLink(up bool) {
 	if n.sma != nil {
-		n.sma.a.SetLinkUp(1, up)
+		n.sma.a.SetLinkUp(1, up && !n.ibl.lost)
 	}
 }
 

@@ -196,6 +196,12 @@ func NICConfig(spec *lab.Spec, node, port string) (*NodeConfig, error) {
 	return nc, nil
 }
 
+// Real-time IB link timing, in wall time (see ibNICConfig).
+const (
+	ibFCRefreshWall   = 100 * clock.Millisecond
+	ibLinkTimeoutWall = clock.Second
+)
+
 // ibNICConfig is NICConfig for an InfiniBand lab: an HCA with the node's
 // LID (static: the lab's, since no SM runs in a namespace lab), the lab's
 // data VLs, SL-to-VL table, VL buffer and IB CC, the link's MTU as its IB
@@ -235,7 +241,10 @@ func ibNICConfig(spec *lab.Spec, n *lab.Node, p *lab.Port, nc *NodeConfig) (*Nod
 	// sends a flow-control packet whenever it consumed data, so the
 	// refresh only repairs an update lost on a lossy wire, and each one is
 	// a wake-up of both daemons (emuswitch does the same, swd/ib.go).
-	c.IBFCRefresh = 100 * clock.Millisecond
+	// Ten missed refreshes of the switch's mean its port is disabled.
+	// Both are wall times; the daemon divides them by its time dilation.
+	c.IBFCRefresh = ibFCRefreshWall
+	c.IBLinkTimeout = ibLinkTimeoutWall
 	ip := &nic.IPoIB{}
 	for _, o := range spec.NICs() {
 		if o == n {

@@ -160,6 +160,13 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 		}
 	}
 	d.clk = rt.NewClock(o.TimeDilation)
+	if d.cfg.NIC.Fabric == nic.FabricIB {
+		// The IB link timing is wall time, as emuswitch's (swd/ib.go):
+		// in dilated time it is that many times shorter.
+		dil := clock.Time(d.clk.Dilation())
+		d.cfg.NIC.IBFCRefresh = max(d.cfg.NIC.IBFCRefresh/dil, clock.Millisecond)
+		d.cfg.NIC.IBLinkTimeout /= dil
+	}
 	d.loop = rt.NewLoop(d.clk)
 	if d.nic, err = nic.New(&d.cfg.NIC, d.clk, d.loop.Pool()); err != nil {
 		return nil, err

@@ -250,5 +250,39 @@ func TestIBNamespaceSM(t *testing.T) {
 	for _, dst := range []string{"h9", "h10", "h11", "h12", "h13", "h14", "h15", "h16"} {
 		e.ping(t, l, "h5", dst)
 	}
+
+	// Disable h16's switch port: h16 hears no flow-control packet any
+	// more and takes its port Down (link_downed); enabled again, the
+	// port comes back, the SM sweeps it, and h16 is Active and reachable.
+	var h16Ctl string
+	for _, n := range st.Info.Nodes {
+		if n.Name == "h16" {
+			h16Ctl = n.Control
+		}
+	}
+	waitState := func(want string) {
+		t.Helper()
+		var r nicd.Response
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if err := lab.ControlRequest(h16Ctl, map[string]string{"op": "status"}, &r, 5*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			if r.Status.IBState == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("h16's port %s, want %s", r.Status.IBState, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	e.mustRun(t, "link", "set", l.node("leaf4")+":p4", "down")
+	waitState("Down")
+	e.mustRun(t, "link", "set", l.node("leaf4")+":p4", "up")
+	waitState("Active")
+	if c := nicCounters(t, h16Ctl); c["hw.link_downed"] != 1 {
+		t.Errorf("h16 link_downed %d, want 1", c["hw.link_downed"])
+	}
+	e.ping(t, l, "h1", "h16")
 	e.down(t, l, socks)
 }
