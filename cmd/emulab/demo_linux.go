@@ -41,8 +41,8 @@ func init() {
 		Long: `demo is the quick start: it brings up a lab (default ` + demoLabFile + `)
 with emulated RNICs as hosts, then, between its first two hosts:
 
-  1. ping over the hosts' kernels (ICMP through emunic, emuswitch, emunic),
-     when ping is installed;
+  1. ping over the hosts' kernels (ICMP through emunic, emuswitch, emunic;
+     IPoIB on an InfiniBand lab), when ping is installed;
   2. RDMA WRITE bandwidth, RDMA READ bandwidth and RDMA WRITE latency with the
      built-in engine (as emulab perf runs them), the destination memory
      checked byte for byte after each;
@@ -103,9 +103,7 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 	if len(hosts) < 2 || len(spec.Switches()) == 0 {
 		return fmt.Errorf("%s: demo needs a lab with a switch and two hosts (it has %d switches, %d hosts)", file, len(spec.Switches()), len(hosts))
 	}
-	if spec.Fabric == lab.FabricIB {
-		return fmt.Errorf("%s: demo runs RoCE labs; an InfiniBand lab runs in the simulator (emulab sim, emulab ib)", file)
-	}
+	ib := spec.Fabric == lab.FabricIB
 	a, b, sw := hosts[0], hosts[1], spec.Switches()[0]
 	bIP := net.IP(b.IPv4[:]).String()
 	ref := func(n *lab.Node) string { return spec.Name + "/" + n.Name }
@@ -120,7 +118,11 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 		fmt.Fprintf(stdout, "\n== %d. %s\n\n", step, fmt.Sprintf(format, args...))
 	}
 
-	say("up %s: namespaces %s-*, emuswitch for %s, emunic for each host", file, lab.NamespacePrefix+spec.Name, sw.Name)
+	if ib {
+		say("up %s: namespaces %s-*, emuswitch (InfiniBand) for %s, an emunic HCA for each host", file, lab.NamespacePrefix+spec.Name, sw.Name)
+	} else {
+		say("up %s: namespaces %s-*, emuswitch for %s, emunic for each host", file, lab.NamespacePrefix+spec.Name, sw.Name)
+	}
 	l, err := lab.Up(ctx, spec, lab.UpOptions{StateRoot: fl.stateDir, BinDir: fl.binDir, Hosts: lab.HostsNIC, Progress: stderr})
 	if err != nil {
 		var fe *lab.FieldError
@@ -159,7 +161,11 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 	if _, err := exec.LookPath("ping"); err != nil {
 		say("ping is not installed: skipping it (apt-get install iputils-ping)")
 	} else {
-		say("ping %s -> %s (%s): the hosts' kernels, through emunic, emuswitch and emunic", a.Name, b.Name, bIP)
+		if ib {
+			say("ping %s -> %s (%s): the hosts' kernels over IPoIB (UD SENDs between the HCAs' IPoIB QPs)", a.Name, b.Name, bIP)
+		} else {
+			say("ping %s -> %s (%s): the hosts' kernels, through emunic, emuswitch and emunic", a.Name, b.Name, bIP)
+		}
 		out, err := l.ExecContext(ctx, a.Name, "ping", "-c", "3", "-i", "0.2", "-W", "2", bIP)
 		stdout.Write(out)
 		if err != nil {
@@ -176,7 +182,11 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 		{"read_bw", 65536, fl.iters},
 		{"write_lat", 2, 1000},
 	} {
-		say("emulab perf %s %s %s -s %d -n %d: the built-in RDMA engine, RoCEv2 on priority 3", t.test, a.Name, b.Name, t.size, t.iters)
+		how := "RoCEv2 on priority 3"
+		if ib {
+			how = "native IB packets addressed by LID, within the receivers' credits"
+		}
+		say("emulab perf %s %s %s -s %d -n %d: the built-in RDMA engine, %s", t.test, a.Name, b.Name, t.size, t.iters, how)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -185,7 +195,11 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 		if err := runPerf(stdout, []string{t.test, ref(a), ref(b)}, &pf); err != nil {
 			return fmt.Errorf("perf %s: %w", t.test, err)
 		}
-		if t.test == "write_bw" && len(a.Ports) > 0 && a.Ports[0].Link != nil {
+		if t.test == "write_bw" && ib {
+			fmt.Fprintf(stdout, " (an IB sender may have only the receiver's VL buffer in flight until its credits come\n"+
+				"  back; across processes that round trip takes about a millisecond, so a few hundred Mb/s;\n"+
+				"  docs/performance.md explains it; in emulab sim the same engine runs at line rate)\n")
+		} else if t.test == "write_bw" && len(a.Ports) > 0 && a.Ports[0].Link != nil {
 			fmt.Fprintf(stdout, " (the lab's links are %s; the daemons move what this machine's cores allow, a few\n"+
 				"  Gb/s on a laptop, and the fabric then acts as behind a slower link: the switch's queues\n"+
 				"  fill, PFC and ECN react, nothing is lost; docs/performance.md has the figures)\n",
@@ -197,14 +211,22 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 		if _, err := exec.LookPath("iperf3"); err != nil {
 			say("iperf3 is not installed: skipping TCP (apt-get install iperf3)")
 		} else {
-			say("iperf3 TCP %s -> %s for %s: kernel TCP with TSO, segmented by emunic to the link MTU", a.Name, b.Name, fl.iperf)
+			if ib {
+				say("iperf3 TCP %s -> %s for %s: kernel TCP over IPoIB, segmented by emunic to the IPoIB MTU", a.Name, b.Name, fl.iperf)
+			} else {
+				say("iperf3 TCP %s -> %s for %s: kernel TCP with TSO, segmented by emunic to the link MTU", a.Name, b.Name, fl.iperf)
+			}
 			if err := demoIperf(ctx, stdout, l, a.Name, b.Name, bIP, fl.iperf); err != nil {
 				return err
 			}
 		}
 	}
 
-	say("emulab stats %s: the switch's counters per port and priority", sw.Name)
+	if ib {
+		say("emulab stats %s: the switch's counters per port and VL", sw.Name)
+	} else {
+		say("emulab stats %s: the switch's counters per port and priority", sw.Name)
+	}
 	if err := runStats(stdout, ref(sw), &statsFlags{stateDir: fl.stateDir}); err != nil {
 		return err
 	}

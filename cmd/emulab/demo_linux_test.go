@@ -46,9 +46,19 @@ func TestDemo(t *testing.T) {
 	}
 	e.down(t, l, nil)
 
-	// Not a lab demo can run: an error, nothing created.
-	_, stderr, code = e.run(t, "demo", "--bin-dir", e.bin, "../../examples/ib-two-hosts.yaml")
-	if code == 0 || !strings.Contains(stderr, "demo runs RoCE labs") {
-		t.Errorf("demo of an IB lab: exit %d, %s", code, stderr)
+	// An InfiniBand lab: the subnet manager activates the ports, ping
+	// goes over IPoIB, RDMA over native IB, and the lab is gone after.
+	ib := e.lab(t, "../../examples/ib-two-hosts.yaml")
+	out, stderr, code = e.run(t, "demo", "--bin-dir", e.bin, "-n", "100", "--iperf-time", "1s", ib.file)
+	for _, want := range []string{"over IPoIB", "3 packets transmitted, 3 received", "native IB packets addressed by LID",
+		" Link type       : IB", "data check: the destination memory", "is down"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo of an IB lab lacks %q: exit %d\nstdout:\n%s\nstderr:\n%s", want, code, out, stderr)
+			break
+		}
 	}
+	if code != 0 {
+		t.Errorf("demo of an IB lab exited %d\n%s", code, stderr)
+	}
+	e.checkGone(t, ib, nil)
 }
