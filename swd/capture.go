@@ -51,8 +51,17 @@ func (d capDir) String() string {
 	return "tx"
 }
 
-// captureQueue is how many records may wait for a client's writer.
-const captureQueue = 4096
+// captureQueue is how many records may wait for a client's writer;
+// controlQueue how many MAC Control frames (PFC, PAUSE) besides them. A
+// client too slow for the data (a full queue drops records, counted as
+// capture_drop) still sees every PFC frame the switch sent or received,
+// since those are what a capture of a lossless fabric is read for; they
+// may then be written a little after data frames that followed them (the
+// timestamps stay right).
+const (
+	captureQueue = 4096
+	controlQueue = 1024
+)
 
 type capRecord struct {
 	iface   int
@@ -67,6 +76,7 @@ type capRecord struct {
 type captureSub struct {
 	ifaces map[int]int
 	ch     chan capRecord
+	ctl    chan capRecord // MAC Control frames (controlQueue)
 	closed bool // loop goroutine: unsubscribed, ch closed
 	// padLinks pads IB link packets to 64 bytes (see above).
 	padLinks bool
@@ -97,9 +107,15 @@ type heldRecord struct {
 }
 
 func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts time.Time) {
+	ctl := !d.ib && isMACControl(data)
 	for _, s := range p.caps {
+		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment}
+		q := s.ch
+		if ctl {
+			q = s.ctl
+		}
 		select {
-		case s.ch <- capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment}:
+		case q <- r:
 		default:
 			p.st.CaptureDrops++
 		}
@@ -239,7 +255,8 @@ func joinNote(a, b string) string {
 
 // subscribe starts a capture of ports (indexes); loop goroutine.
 func (d *Daemon) subscribe(ports []int, padLinks bool) *captureSub {
-	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue), padLinks: padLinks}
+	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue),
+		ctl: make(chan capRecord, controlQueue), padLinks: padLinks}
 	for i, idx := range ports {
 		s.ifaces[idx] = i
 		p := d.ports[idx]
@@ -297,9 +314,14 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 		var r capRecord
 		var ok bool
 		select {
-		case r, ok = <-s.ch:
-		case <-d.quit:
-			return ng.Close()
+		case r, ok = <-s.ctl: // control frames first: they are never dropped for data
+		default:
+			select {
+			case r, ok = <-s.ctl:
+			case r, ok = <-s.ch:
+			case <-d.quit:
+				return ng.Close()
+			}
 		}
 		if !ok {
 			return ng.Close()
@@ -321,7 +343,7 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 		}
 		// Flush when the queue is drained: a live viewer sees every frame
 		// promptly, a busy capture still writes in large chunks.
-		if len(s.ch) == 0 {
+		if len(s.ch) == 0 && len(s.ctl) == 0 {
 			if err := ng.Flush(); err != nil {
 				return err
 			}

@@ -383,10 +383,10 @@ func TestIncastPFC(t *testing.T) {
 		switch {
 		case pc.xoff == 0:
 			t.Errorf("the capture of sw1:%s holds no XOFF for priority %d", p, incastPriority)
-		case drops == 0 && (pc.xoff != xoff || pc.frames != frames):
+		case pc.xoff != xoff || pc.frames != frames:
+			// A capture too slow for the data drops data frames, never
+			// PFC frames (swd/capture.go).
 			t.Errorf("the capture of sw1:%s holds %d XOFF in %d PFC frames; the counters say %d in %d", p, pc.xoff, pc.frames, xoff, frames)
-		case pc.xoff > xoff:
-			t.Errorf("the capture of sw1:%s holds %d XOFF; the counters say only %d", p, pc.xoff, xoff)
 		}
 		// Each message is 16 packets at the 4096-byte path MTU, each
 		// sent once (nothing was lost, so nothing was retransmitted).
