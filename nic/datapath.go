@@ -184,6 +184,14 @@ func (n *NIC) kick() {
 // IB port whose VL lacks the credit for it, holds it at the head of the
 // queue and reports false.
 func (n *NIC) start(p int, f *frame.Frame, now clock.Time) bool {
+	if n.ib() && int(f.Priority) != p {
+		// A UD QP sits on one queue but each send's address handle
+		// picks its VL: the frame joins its own VL's queue, so that a
+		// hold for credit blocks that VL only (no order is owed to UD).
+		n.q[f.Priority].frames.push(f)
+		n.armPort(now)
+		return false
+	}
 	if n.ib() && !n.ibCredit(f.Priority, f) {
 		n.ibl.held[p] = f
 		return false

@@ -79,7 +79,10 @@ func (n *NIC) emitTo(q *QP, ah *AH, payload []byte) *frame.Frame {
 		if ah != nil {
 			dlid, sl = ah.attr.DLID, ah.attr.SL
 		}
-		return n.emitIB(dlid, sl, payload)
+		f := n.emitIB(dlid, sl, payload)
+		n.cnt[RdmaTxPackets]++
+		n.cnt[RdmaTxBytes] += uint64(len(f.Data))
+		return f
 	}
 	dmac, dip := q.dmac, q.dip
 	if ah != nil {
@@ -89,7 +92,8 @@ func (n *NIC) emitTo(q *QP, ah *AH, payload []byte) *frame.Frame {
 }
 
 // emitIB builds a local (GRH-less) IB packet from n.rf.BTH and n.rf.Ext.
-// Its priority is its VL.
+// Its priority is its VL. The caller counts it (the engine's packets as
+// rdma_tx, IPoIB's as ipoib_tx).
 func (n *NIC) emitIB(dlid uint16, sl uint8, payload []byte) *frame.Frame {
 	vl := n.slToVL(sl)
 	ib := &n.ibf
@@ -108,8 +112,6 @@ func (n *NIC) emitIB(dlid uint16, sl uint8, payload []byte) *frame.Frame {
 		panic("nic: " + err.Error())
 	}
 	f.Priority = vl
-	n.cnt[RdmaTxPackets]++
-	n.cnt[RdmaTxBytes] += uint64(l)
 	return f
 }
 
@@ -141,14 +143,25 @@ func (n *NIC) receiveIB(f *frame.Frame) {
 		}
 		return
 	}
+	// The link layer checks the VCRC first (IBA 7.8.2): a corrupted
+	// packet is discarded before anything of it, its VL included, is
+	// believed; the blocks it took come back through the sender's FCTBS.
+	if wire.CheckVCRC(b, 0) != nil {
+		n.cnt[IBVCRCErr]++
+		f.Put()
+		return
+	}
 	// The packet took receive buffer whatever it holds: account its
 	// credits before judging it.
-	n.ibArrived(vl, len(b))
-	pc := &n.prio[vl&7]
+	if !n.ibArrived(vl, len(b)) {
+		f.Put()
+		return
+	}
+	pc := &n.prio[vl]
 	pc.RxPackets++
 	pc.RxBytes += uint64(len(b))
 	pkt := &n.ibpkt
-	if err := pkt.Decode(b, bth.VerifyICRC|bth.VerifyVCRC); err != nil {
+	if err := pkt.Decode(b, bth.VerifyICRC); err != nil {
 		var we *wire.Error
 		switch {
 		case errors.As(err, &we) && we.Reason == wire.ReasonChecksum && we.Header == "ICRC":
@@ -224,10 +237,18 @@ func (n *NIC) answerFECN(q *QP, pkt *bth.IBPacket) {
 	if q.typ == IBV_QPT_UD {
 		dest = pkt.DETH.SrcQP()
 	}
+	if n.q[n.slToVL(pkt.LRH.SL())].frames.n >= n.cfg.HostQueueFrames {
+		// The VL has had no credit for a long while: one more CN would
+		// only wait too (the source already has BECNs on the way).
+		n.cnt[TxQueueDropped]++
+		return
+	}
 	n.rf.BTH = bth.BTHFields{OpCode: bth.IBCNOpcode, PKey: q.pkey, BECN: true, DestQP: dest}
 	n.rf.Ext = bth.ExtFields{}
 	f := n.emitIB(pkt.LRH.SLID(), pkt.LRH.SL(), nil)
 	f.Note = "ib cn"
+	n.cnt[RdmaTxPackets]++
+	n.cnt[RdmaTxBytes] += uint64(len(f.Data))
 	n.cnt[NPCNPSent]++
 	q.Stats.CNPsSent++
 	q.Stats.TxPackets++

@@ -274,8 +274,9 @@ func TestIBUD(t *testing.T) {
 	}
 }
 
-// Corruption on the wire is caught by the ICRC (payload) or the VCRC (a
-// header byte the ICRC masks), counted, and repaired by the RC transport.
+// Corruption on a link is caught by the VCRC (here a header byte the ICRC
+// masks), corruption inside a switch that recomputed the VCRC by the ICRC;
+// both are counted, and the RC transport repairs the loss.
 func TestIBCorruption(t *testing.T) {
 	p := ibPair(t, 1024, 1)
 	k := 0
@@ -287,7 +288,10 @@ func TestIBCorruption(t *testing.T) {
 		k++
 		switch k {
 		case 3:
-			b[100] ^= 0x40 // payload: ICRC
+			// A payload byte corrupted inside a switch, which then
+			// computes a good VCRC over it: only the ICRC catches it.
+			b[100] ^= 0x40
+			wire.PutVCRC(b)
 		case 6:
 			b[0] ^= 0x10 // the VL nibble: masked by the ICRC, caught by the VCRC
 		}
@@ -426,5 +430,85 @@ func TestIBLinkIntegrity(t *testing.T) {
 	p.l.run(p.l.now+100*clock.Microsecond, 1<<20, nil)
 	if state() != "Initializing" || p.a.Count(IBLinkDowned) != 1 {
 		t.Fatalf("b back: a's port %s, link_downed %d", state(), p.a.Count(IBLinkDowned))
+	}
+}
+
+// A UD QP's sends take their VL from each address handle: one waiting for
+// credit on a starved VL1 must not hold back an RC QP on VL0 (the UD QP
+// itself sits on queue 0).
+func TestIBUDOtherVLDoesNotBlock(t *testing.T) {
+	p := ibPair(t, 80, 2)
+	granted := false
+	p.ba.drop = func(f *frame.Frame) bool {
+		if len(f.Data) != wire.IBLinkSize || wire.IBLink(f.Data).VL() != 1 {
+			return false
+		}
+		if granted {
+			return true
+		}
+		granted = true
+		return false
+	}
+	o := qpOpts{typ: IBV_QPT_UD}
+	o.fill()
+	ua, ub := newTestEndpoint(t, p.a, &o), newTestEndpoint(t, p.b, &o)
+	connect(t, ua, ub, &o)
+	ah, err := ua.pd.CreateAH(&AHAttr{DLID: 2, SL: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		_ = ub.qp.PostRecv(&RecvWR{WRID: uint64(i), SGList: []SGE{{Addr: ub.mr.Addr(), Length: 4096 + 40, LKey: ub.mr.LKey()}}})
+		wr := &SendWR{WRID: uint64(i), Opcode: IBV_WR_SEND, SGList: []SGE{{Addr: ua.mr.Addr(), Length: 4000, LKey: ua.mr.LKey()}}}
+		wr.UD.AH, wr.UD.RemoteQPN, wr.UD.RemoteQKey = ah, ub.qp.QPN(), 0x11111111
+		if err := ua.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b := setupRC(t, p, qpOpts{bufSize: 1 << 17})
+	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+	if err := a.qp.PostSend(w); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(5*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 1 })
+	if wc := poll(a.scq); len(wc) != 1 || wc[0].Status != IBV_WC_SUCCESS {
+		t.Fatalf("RC WRITE on VL0 behind UD sends waiting on VL1: %+v", wc)
+	}
+	if got := p.a.Prio(1).TxPackets; got != 1 {
+		t.Errorf("VL1 sent %d UD packets on one 80-block grant, want 1", got)
+	}
+}
+
+// A data packet on a VL the port does not run is counted and dropped, not
+// delivered; telling the NIC its link is up again changes nothing.
+func TestIBBadVLAndIdempotentLinkUp(t *testing.T) {
+	p := ibPair(t, 1024, 1)
+	a, b := setupRC(t, p, qpOpts{})
+	p.ab.mangle = func(f *frame.Frame) {
+		if len(f.Data) > 40 { // the WRITE, not link packets or ACKs
+			wire.LRH(f.Data).SetVL(3)
+			wire.PutVCRC(f.Data)
+		}
+	}
+	copy(a.buf, "vl3")
+	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 3, LKey: a.mr.LKey()}}}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+	if err := a.qp.PostSend(w); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(100*clock.Microsecond, 1<<20, nil)
+	if p.b.Count(IBVLErr) == 0 || p.b.Count(RdmaRxPackets) != 0 || string(b.buf[:3]) == "vl3" {
+		t.Errorf("ib_vl_errors %d, rdma_rx_packets %d, memory %q", p.b.Count(IBVLErr), p.b.Count(RdmaRxPackets), b.buf[:3])
+	}
+	fc := p.a.Count(IBFCTx)
+	for range 10 {
+		p.a.SetLinkUp(true)
+	}
+	p.l.run(p.l.now+clock.Microsecond, 1<<20, nil)
+	if got := p.a.Count(IBFCTx); got != fc {
+		t.Errorf("SetLinkUp(true) on an up link sent %d flow-control packets", got-fc)
 	}
 }

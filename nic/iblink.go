@@ -18,7 +18,7 @@ import (
 type ibLink struct {
 	fctbs     [8]uint16 // blocks sent per VL, mod 4096
 	fccl      [8]uint16 // the peer's last credit limit
-	fcclKnown [8]bool   // no flow-control packet yet: nothing may be sent
+	fcclKnown [8]bool   // fccl holds a limit; until the first flow-control packet nothing may be sent
 	held      [8]*frame.Frame
 	stalled   [8]bool
 
@@ -95,18 +95,23 @@ func (n *NIC) receiveLinkPacket(b []byte) {
 	}
 	l := &n.ibl
 	l.fccl[vl], l.fcclKnown[vl] = lp.FCCL(), true
-	if lp.Op() == wire.IBLinkOpNormal {
+	if lp.Op() == wire.IBLinkOpNormal && l.abr[vl] != lp.FCTBS() {
+		// Blocks were lost on the way: the sender's count is the truth,
+		// and the limit we advertise moves with it now, not at the next
+		// refresh (which may be 100 ms away in real time).
 		l.abr[vl] = lp.FCTBS()
+		l.fcDue |= 1 << vl
 	}
 	n.wake()
 }
 
 // ibArrived accounts the blocks of a data packet received on vl and owes
-// the sender their credit back.
-func (n *NIC) ibArrived(vl uint8, size int) {
+// the sender their credit back; it reports false for a VL the port does
+// not run (counted; the caller drops the packet).
+func (n *NIC) ibArrived(vl uint8, size int) bool {
 	if int(vl) >= n.cfg.IBDataVLs {
 		n.cnt[IBVLErr]++
-		return
+		return false
 	}
 	l := &n.ibl
 	blocks := wire.CreditBlocks(size)
@@ -118,9 +123,10 @@ func (n *NIC) ibArrived(vl uint8, size int) {
 	if now-l.fcLast[vl] >= fcUpdate {
 		l.fcDue |= 1 << vl
 		n.wake()
-		return
+		return true
 	}
 	n.armFC(l.fcLast[vl] + fcUpdate)
+	return true
 }
 
 func (n *NIC) armFC(at clock.Time) {

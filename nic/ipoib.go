@@ -123,6 +123,10 @@ func (n *NIC) sendHostIB(f *frame.Frame) {
 		n.cnt[IPoIBUnsupported]++ // larger than the IPoIB MTU (PortMTU - 4)
 		f.Put()
 		return
+	case n.q[n.slToVL(ip.SL)].frames.n >= n.cfg.HostQueueFrames:
+		n.cnt[TxQueueDropped]++
+		f.Put()
+		return
 	}
 	// The IPoIB header takes the place of the Ethernet addresses' last
 	// four bytes: EtherType then two reserved bytes, the packet after.
@@ -136,13 +140,7 @@ func (n *NIC) sendHostIB(f *frame.Frame) {
 	out.Note = "ipoib"
 	f.Put()
 	n.cnt[IPoIBTxPackets]++
-	tq := &n.q[out.Priority]
-	if tq.frames.n >= n.cfg.HostQueueFrames {
-		n.cnt[TxQueueDropped]++
-		out.Put()
-		return
-	}
-	tq.frames.push(out)
+	n.q[out.Priority].frames.push(out)
 	n.wake()
 }
 

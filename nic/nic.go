@@ -29,6 +29,7 @@
 package nic
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 
@@ -150,10 +151,14 @@ func (n *NIC) Attach(tx PortTx) {
 	n.wake()
 }
 
-// SetLinkUp tells the NIC its link went down or came back. While it is
-// down nothing is transmitted: frames and QPs wait, and RC timers keep
-// running, as on a NIC whose cable was pulled.
+// SetLinkUp tells the NIC its link went down or came back; telling it
+// what it already knows does nothing. While it is down nothing is
+// transmitted: frames and QPs wait, and RC timers keep running, as on a
+// NIC whose cable was pulled.
 func (n *NIC) SetLinkUp(up bool) {
+	if n.linkDown == !up {
+		return // no change: in particular no new IB link start-up
+	}
 	n.linkDown = !up
 	n.smaLink(up && n.tx != nil)
 	if up {
@@ -199,17 +204,29 @@ func (n *NIC) QP(qpn uint32) *QP {
 }
 
 // GID returns the NIC's RoCEv2 GID (its IP address, IPv4-mapped for IPv4);
-// for an IB port its link-local GID, fe80::/64 with the port GUID (the
-// MAC as a modified EUI-64, as IPoIB hosts derive theirs).
+// for an IB port its default GID, the link-local prefix fe80::/64 with the
+// port GUID (IBA 4.1.1), the GUID its SMA reports.
 func (n *NIC) GID() netip.Addr {
 	if n.ib() {
-		m := n.cfg.MAC
-		return netip.AddrFrom16([16]byte{0xfe, 0x80, 8: m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]})
+		var g [16]byte
+		g[0], g[1] = 0xfe, 0x80
+		binary.BigEndian.PutUint64(g[8:], n.PortGUID())
+		return netip.AddrFrom16(g)
 	}
 	if n.ip4 {
 		return netip.AddrFrom16(n.ip.As16())
 	}
 	return n.ip
+}
+
+// PortGUID is an IB port's GUID: its SMA's node GUID + 1 (as a one-port
+// CA numbers it), or without an SMA the MAC as a modified EUI-64.
+func (n *NIC) PortGUID() uint64 {
+	if c := n.cfg.SMA; c != nil {
+		return c.NodeGUID + 1
+	}
+	m := n.cfg.MAC
+	return binary.BigEndian.Uint64([]byte{m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]})
 }
 
 func (n *NIC) String() string { return fmt.Sprintf("nic %s (%v, %v)", n.cfg.Name, n.cfg.MAC, n.ip) }

@@ -203,7 +203,7 @@ const (
 )
 
 // ibNICConfig is NICConfig for an InfiniBand lab: an HCA with the node's
-// LID (static: the lab's, since no SM runs in a namespace lab), the lab's
+// LID from the lab (which an SM, with ib.sm, keeps), the lab's
 // data VLs, SL-to-VL table, VL buffer and IB CC, the link's MTU as its IB
 // MTU, and IPoIB towards every other NIC node of the lab.
 func ibNICConfig(spec *lab.Spec, n *lab.Node, p *lab.Port, nc *NodeConfig) (*NodeConfig, error) {

@@ -165,7 +165,14 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 		// in dilated time it is that many times shorter.
 		dil := clock.Time(d.clk.Dilation())
 		d.cfg.NIC.IBFCRefresh = max(d.cfg.NIC.IBFCRefresh/dil, clock.Millisecond)
-		d.cfg.NIC.IBLinkTimeout /= dil
+		// Silence means a lost link only after ten of the peer's
+		// refreshes: a switch refreshes every max(credit_update, 100 ms
+		// wall), an HCA every max(100 ms wall, 1 ms).
+		peer := max(d.cfg.NIC.IBFCRefresh, ibFCRefreshWall/dil)
+		if ib := o.Spec.IB; ib != nil {
+			peer = max(peer, ib.CreditUpdate)
+		}
+		d.cfg.NIC.IBLinkTimeout = max(d.cfg.NIC.IBLinkTimeout/dil, 10*peer)
 	}
 	d.loop = rt.NewLoop(d.clk)
 	if d.nic, err = nic.New(&d.cfg.NIC, d.clk, d.loop.Pool()); err != nil {

@@ -37,8 +37,9 @@ type NICConfig struct {
 	Retransmit nic.Retransmit
 
 	// Native IB (Fabric FabricIB): the NIC frames LRH/BTH/ICRC/VCRC and
-	// runs per-VL credits; LID addresses it (it must be static: the NIC
-	// has no SMA). IBCC configures its IB CC reaction point (CC "ibcc");
+	// runs per-VL credits; LID addresses it (ManageIB clears it and gives
+	// the NIC an SMA, for the SM to assign one). IBCC configures its IB
+	// CC reaction point (CC "ibcc");
 	// nil turns congestion control off, as on a synthetic IB host.
 	Fabric        Fabric
 	LID           uint16
