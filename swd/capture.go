@@ -52,12 +52,16 @@ func (d capDir) String() string {
 }
 
 // captureQueue is how many records may wait for a client's writer;
-// controlQueue how many MAC Control frames (PFC, PAUSE) besides them. A
+// controlQueue how many records that show what the switch decided besides
+// them: MAC Control frames (PFC, PAUSE) and frames with a note (the
+// frame that triggered an XOFF, an ECN mark, a drop, a credit stall). A
 // client too slow for the data (a full queue drops records, counted as
-// capture_drop) still sees every PFC frame the switch sent or received,
-// since those are what a capture of a lossless fabric is read for; they
-// may then be written a little after data frames that followed them (the
-// timestamps stay right).
+// capture_drop) still sees those, since they are what a capture of a
+// lossless fabric is read for, and they come exactly when queues fill and
+// a capture falls behind. They take their own queue only when the main
+// one is full, and may then be written before plain frames that preceded
+// them (the timestamps stay right); a client that keeps up gets every
+// record in order.
 const (
 	captureQueue = 4096
 	controlQueue = 1024
@@ -77,7 +81,7 @@ type captureSub struct {
 	ifaces map[int]int
 	ch     chan capRecord
 	ctl    chan capRecord // MAC Control frames (controlQueue)
-	closed bool // loop goroutine: unsubscribed, ch closed
+	closed bool           // loop goroutine: unsubscribed, ch closed
 	// padLinks pads IB link packets to 64 bytes (see above).
 	padLinks bool
 }
@@ -107,18 +111,22 @@ type heldRecord struct {
 }
 
 func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts time.Time) {
-	ctl := !d.ib && isMACControl(data)
+	important := !d.ib && isMACControl(data) || strings.Contains(comment, ": ")
 	for _, s := range p.caps {
 		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment}
-		q := s.ch
-		if ctl {
-			q = s.ctl
-		}
 		select {
-		case q <- r:
+		case s.ch <- r:
+			continue
 		default:
-			p.st.CaptureDrops++
 		}
+		if important {
+			select {
+			case s.ctl <- r:
+				continue
+			default:
+			}
+		}
+		p.st.CaptureDrops++
 	}
 }
 
