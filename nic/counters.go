@@ -89,6 +89,9 @@ const (
 	SMPTx            // smp_tx: subnet management packets sent (SMA answers, forwarded or the local SM's requests)
 	SMPMalformed     // smp_malformed: VL15 packet that is no valid SMP, dropped
 	IBLinkDowned     // link_downed: times the link was declared lost for silence (IBLinkTimeout; IB PortCounters LinkDownedCounter)
+	GSIRx            // gsi_rx: GMPs QP1 took
+	GSITx            // gsi_tx: GMPs QP1 sent (PerfMgt answers, this port's requests)
+	GSIUnsupported   // gsi_unsupported: GMP of a class without an agent here (SA, CM) or not a UD SEND, dropped
 	numCounters
 )
 
@@ -108,6 +111,7 @@ var counterNames = [numCounters]string{
 	"vl15_dropped", "ib_vcrc_errors", "ib_wrong_lid",
 	"ipoib_tx_packets", "ipoib_rx_packets", "ipoib_arp_replies", "ipoib_no_neighbour", "ipoib_unsupported",
 	"smp_rx", "smp_tx", "smp_malformed", "link_downed",
+	"gsi_rx", "gsi_tx", "gsi_unsupported",
 }
 
 func (c Counter) String() string {

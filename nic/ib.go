@@ -7,6 +7,7 @@ import (
 	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/cc"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/wire"
 )
 
@@ -197,6 +198,10 @@ func (n *NIC) dispatchIB(f *frame.Frame, pkt *bth.IBPacket) bool {
 	}
 	if dqp == IPoIBQPN {
 		return n.receiveIPoIB(f, pkt)
+	}
+	if dqp == mad.GSIQP {
+		n.receiveGMP(f, pkt)
+		return false
 	}
 	q := n.QP(dqp)
 	if q == nil {

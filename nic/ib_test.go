@@ -512,3 +512,54 @@ func TestIBBadVLAndIdempotentLinkUp(t *testing.T) {
 		t.Errorf("SetLinkUp(true) on an up link sent %d flow-control packets", got-fc)
 	}
 }
+
+// QP1: a Get(PortCounters) GMP to a port's GSI is answered with its
+// counters (data and packets without link packets); a GMP of a class with
+// no agent here is counted and dropped.
+func TestIBPerfMgt(t *testing.T) {
+	p := ibPair(t, 1024, 1)
+	a, b := setupRC(t, p, qpOpts{})
+	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
+		SGList: []SGE{{Addr: a.mr.Addr(), Length: 8192, LKey: a.mr.LKey()}}}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+	if err := a.qp.PostSend(w); err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(clock.Millisecond, 1<<20, nil)
+	type got struct {
+		m    mad.MAD
+		slid uint16
+	}
+	var resps []got
+	p.a.SetGMPDeliver(func(m mad.MAD, slid uint16) { resps = append(resps, got{append(mad.MAD(nil), m...), slid}) })
+	req := func(tid uint64, class uint8, attr uint16) {
+		m := make(mad.MAD, mad.Size)
+		m.Encode(&mad.Fields{BaseVersion: 1, MgmtClass: class, ClassVersion: 1, Method: mad.MethodGet, TransactionID: tid, AttributeID: attr})
+		m[mad.PerfDataOffset+1] = 1 // PortSelect
+		p.a.SendGMP(2, 0, m)
+	}
+	bRx, bTx := p.b.Port().RxPacketsPhy-p.b.Count(IBFCRx), p.b.Port().TxPacketsPhy-p.b.Count(IBFCTx)
+	req(7, mad.ClassPerfMgt, mad.AttrPortCounters)
+	req(8, mad.ClassPerfMgt, 0x0099)
+	req(9, 0x03, 0x0035) // SubnAdm PathRecord: no SA here
+	p.l.run(p.l.now+clock.Millisecond, 1<<20, nil)
+	if len(resps) != 2 {
+		t.Fatalf("%d responses, want 2 (PortCounters, unsupported attribute)", len(resps))
+	}
+	r := resps[0]
+	if r.slid != 2 || r.m.TransactionID() != 7 || r.m.Method() != mad.MethodGetResp || r.m.Status() != 0 {
+		t.Fatalf("response %+v from %d", r.m.Fields(), r.slid)
+	}
+	pc := mad.PortCounters(r.m[mad.PerfDataOffset:]).Fields()
+	// b answered after receiving the GMPs (3 more packets in) and before
+	// sending its answers.
+	if pc.PortSelect != 1 || pc.RcvPkts < bRx+1 || pc.XmitPkts != bTx || pc.RcvData < 8192/4 || pc.RcvErrors != 0 {
+		t.Errorf("PortCounters %+v; b had received %d and sent %d data packets", pc, bRx, bTx)
+	}
+	if s := resps[1].m.Status(); s != mad.StatusMethodAttrUnsupp {
+		t.Errorf("unknown attribute: status %#x", s)
+	}
+	if p.b.Count(GSIUnsupported) != 1 || p.b.Count(GSIRx) != 3 || p.b.Count(GSITx) != 2 {
+		t.Errorf("b: gsi_rx %d gsi_tx %d gsi_unsupported %d", p.b.Count(GSIRx), p.b.Count(GSITx), p.b.Count(GSIUnsupported))
+	}
+}

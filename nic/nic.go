@@ -37,6 +37,7 @@ import (
 	"github.com/emufabric/emufabric/cc"
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/wire"
 )
 
@@ -81,6 +82,10 @@ type NIC struct {
 	ibl      ibLink
 	ipoibPSN uint32
 	sma      *sma // QP0's agent, nil without one (sma.go)
+	// QP1, the GSI (gsi.go).
+	gsiPSN     uint32
+	gsiBuf     [256]byte
+	gmpDeliver func(m mad.MAD, slid uint16)
 
 	// Scratch reused frame after frame (the hot path allocates nothing).
 	ibf    bth.IBFields
