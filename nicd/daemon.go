@@ -92,6 +92,9 @@ type Daemon struct {
 	smr       *sm.Runner
 	smStarted bool
 	smLogged  int
+	// perfquery's requests waiting for their answer, by TID (loop).
+	gmpWait   map[uint64]chan gmpResult
+	gmpTID    uint64
 	sessions  map[*session]struct{}
 	storm     clock.Timer
 	caps      []*capSub
@@ -179,6 +182,7 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 		return nil, err
 	}
 	d.newSM()
+	d.initGSI()
 	defer func() {
 		if err != nil {
 			d.Close()

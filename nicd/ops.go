@@ -22,6 +22,8 @@ func (d *Daemon) handle(s *session, req *Request, fr *fdReader) *Response {
 		resp, err = d.opCounters()
 	case "link":
 		resp, err = d.opLink(req)
+	case "perfquery":
+		resp, err = d.opPerfQuery(req)
 	case "sm":
 		var sb strings.Builder
 		var werr error

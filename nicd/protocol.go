@@ -1,6 +1,9 @@
 package nicd
 
-import "github.com/emufabric/emufabric/nic"
+import (
+	"github.com/emufabric/emufabric/mad"
+	"github.com/emufabric/emufabric/nic"
+)
 
 // The control protocol: one JSON object per line each way over a unix
 // stream socket (mode 0600), as emuswitch's. Every request has an "op";
@@ -9,6 +12,8 @@ import "github.com/emufabric/emufabric/nic"
 //	{"op":"status"}
 //	{"op":"counters"}                 ports[].counters (ethtool -S, mlx5 names), hw_counters, and the text layouts
 //	{"op":"mlnx_qos"}                 text: the `mlnx_qos -i` layout
+//	{"op":"sm","what":"nodes"|"list"|"ports"|"routes","node":N}  text: the SM's last sweep (the emunic that runs ib.sm)
+//	{"op":"perfquery","lid":L}        port_counters: PortCounters of the port with LID L, read over the fabric from QP1
 //	{"op":"link","state":"down"|"up"}  pull / plug the NIC's cable
 //	{"op":"capture"}                  OK line, then a pcapng stream of the link port until the client closes
 //	{"op":"reg_mr","length":N,"access":7}     + one memfd as SCM_RIGHTS in the same message
@@ -35,6 +40,8 @@ type Request struct {
 	// list, ports, routes) and, optionally, of which node only.
 	What string `json:"what,omitempty"`
 	Node string `json:"node,omitempty"`
+	// perfquery: the LID whose port counters to read over the fabric.
+	LID uint16 `json:"lid,omitempty"`
 
 	// reg_mr
 	Length uint64          `json:"length,omitempty"`
@@ -82,6 +89,9 @@ type Response struct {
 	Error string `json:"error,omitempty"`
 
 	Status *Status `json:"status,omitempty"`
+
+	// perfquery
+	PortCounters *mad.PortCountersFields `json:"port_counters,omitempty"`
 
 	// counters
 	Ports      []PortCounters    `json:"ports,omitempty"`

@@ -86,6 +86,7 @@ after that re-sweep. A summary of the sweeps goes to standard error.`,
 		}
 		parent.AddCommand(cmd)
 	}
+	parent.AddCommand(ibCountersCmd(&fl))
 	rootCmd.AddCommand(parent)
 }
 

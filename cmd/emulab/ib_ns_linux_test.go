@@ -71,6 +71,14 @@ func TestIBNamespaceLab(t *testing.T) {
 		t.Logf("%s %s -> %s over IB, 64 KiB x 100: average %s Gb/s", c.test, c.src, c.dst, f[3])
 	}
 
+	// h4's port counters, read over the fabric from another HCA's QP1
+	// (PerfMgt), count the RDMA it received.
+	pq := e.mustRun(t, "ib", "counters", l.name, "--node", "h4")
+	m := regexp.MustCompile(`(?m)^PortRcvPkts:\.+(\d+)$`).FindStringSubmatch(pq)
+	if !strings.HasPrefix(pq, "# Port counters: Lid ") || m == nil || len(m[1]) < 3 {
+		t.Errorf("emulab ib counters --node h4 (want >= 100 packets received):\n%s", pq)
+	}
+
 	needTool(t, "iperf3")
 	gbps := e.iperf(t, l, "h1", "h4")
 	t.Logf("iperf3 TCP over IPoIB h1 -> h4: %.2f Gb/s", gbps)
