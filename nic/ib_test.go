@@ -162,18 +162,7 @@ func TestIBNoCreditNoData(t *testing.T) {
 // control is per VL).
 func TestIBVLIsolation(t *testing.T) {
 	p := ibPair(t, 80, 2)
-	// b never grants VL1 after its first flow-control packet.
-	granted := false
-	p.ba.drop = func(f *frame.Frame) bool {
-		if len(f.Data) != wire.IBLinkSize || wire.IBLink(f.Data).VL() != 1 {
-			return false
-		}
-		if granted {
-			return true
-		}
-		granted = true
-		return false
-	}
+	starveVL1(p)
 	o0, o1 := qpOpts{bufSize: 1 << 17, sl: 0}, qpOpts{bufSize: 1 << 17, sl: 1}
 	a0, b0 := setupRC(t, p, o0)
 	a1, b1 := setupRC(t, p, o1)
@@ -438,17 +427,7 @@ func TestIBLinkIntegrity(t *testing.T) {
 // itself sits on queue 0).
 func TestIBUDOtherVLDoesNotBlock(t *testing.T) {
 	p := ibPair(t, 80, 2)
-	granted := false
-	p.ba.drop = func(f *frame.Frame) bool {
-		if len(f.Data) != wire.IBLinkSize || wire.IBLink(f.Data).VL() != 1 {
-			return false
-		}
-		if granted {
-			return true
-		}
-		granted = true
-		return false
-	}
+	starveVL1(p)
 	o := qpOpts{typ: IBV_QPT_UD}
 	o.fill()
 	ua, ub := newTestEndpoint(t, p.a, &o), newTestEndpoint(t, p.b, &o)
@@ -561,5 +540,21 @@ func TestIBPerfMgt(t *testing.T) {
 	}
 	if p.b.Count(GSIUnsupported) != 1 || p.b.Count(GSIRx) != 3 || p.b.Count(GSITx) != 2 {
 		t.Errorf("b: gsi_rx %d gsi_tx %d gsi_unsupported %d", p.b.Count(GSIRx), p.b.Count(GSITx), p.b.Count(GSIUnsupported))
+	}
+}
+
+// starveVL1 makes b grant VL1 its first credits only: every later
+// flow-control packet of VL1 from b is lost.
+func starveVL1(p *pair) {
+	granted := false
+	p.ba.drop = func(f *frame.Frame) bool {
+		if len(f.Data) != wire.IBLinkSize || wire.IBLink(f.Data).VL() != 1 {
+			return false
+		}
+		if granted {
+			return true
+		}
+		granted = true
+		return false
 	}
 }
