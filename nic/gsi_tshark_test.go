@@ -28,9 +28,7 @@ func TestIBPerfMgtTshark(t *testing.T) {
 	}
 	p := ibPair(t, 1024, 1)
 	a, b := setupRC(t, p, qpOpts{})
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SGList: []SGE{{Addr: a.mr.Addr(), Length: 20000, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-	if err := a.qp.PostSend(w); err != nil {
+	if err := a.qp.PostSend(writeWR(a, b, 1, 20000)); err != nil {
 		t.Fatal(err)
 	}
 	p.l.run(clock.Millisecond, 1<<20, nil)

@@ -77,10 +77,7 @@ func TestIBRCWriteReadSend(t *testing.T) {
 		}
 	}
 	// WRITE a[0:n] -> b[0:n]; READ b[n:2n] -> a[n:2n]; SEND a[0:100] -> b's receive buffer at 2n.
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-		SGList: []SGE{{Addr: a.mr.Addr(), Length: n, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-	post(a, w)
+	post(a, writeWR(a, b, 1, n))
 	r := &SendWR{WRID: 2, Opcode: IBV_WR_RDMA_READ, SendFlags: IBV_SEND_SIGNALED,
 		SGList: []SGE{{Addr: a.mr.Addr() + n, Length: n, LKey: a.mr.LKey()}}}
 	r.RDMA.RemoteAddr, r.RDMA.RKey = b.mr.Addr()+n, b.mr.RKey()
@@ -137,11 +134,8 @@ func TestIBNoCreditNoData(t *testing.T) {
 	starve := true
 	p.ba.drop = func(f *frame.Frame) bool { return starve && len(f.Data) == wire.IBLinkSize }
 	a, b := setupRC(t, p, qpOpts{})
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-		SGList: []SGE{{Addr: a.mr.Addr(), Length: 8192, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
 	copy(a.buf, "credit")
-	if err := a.qp.PostSend(w); err != nil {
+	if err := a.qp.PostSend(writeWR(a, b, 1, 8192)); err != nil {
 		t.Fatal(err)
 	}
 	p.l.run(200*clock.Microsecond, 1<<20, nil)
@@ -170,10 +164,7 @@ func TestIBVLIsolation(t *testing.T) {
 		t.Fatalf("VLs %d and %d, want 0 and 1", a0.qp.Priority(), a1.qp.Priority())
 	}
 	write := func(a, b *endpoint) {
-		w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-			SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
-		w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-		if err := a.qp.PostSend(w); err != nil {
+		if err := a.qp.PostSend(writeWR(a, b, 1, 1<<16)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -212,10 +203,7 @@ func TestIBFECNBECN(t *testing.T) {
 		marked++
 	}
 	a, b := setupRC(t, p, qpOpts{bufSize: 1 << 17})
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-		SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-	if err := a.qp.PostSend(w); err != nil {
+	if err := a.qp.PostSend(writeWR(a, b, 1, 1<<16)); err != nil {
 		t.Fatal(err)
 	}
 	p.l.run(5*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 1 })
@@ -289,10 +277,7 @@ func TestIBCorruption(t *testing.T) {
 	for i := range 1 << 16 {
 		a.buf[i] = byte(i)
 	}
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-		SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-	if err := a.qp.PostSend(w); err != nil {
+	if err := a.qp.PostSend(writeWR(a, b, 1, 1<<16)); err != nil {
 		t.Fatal(err)
 	}
 	p.l.run(50*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 1 })
@@ -445,10 +430,7 @@ func TestIBUDOtherVLDoesNotBlock(t *testing.T) {
 		}
 	}
 	a, b := setupRC(t, p, qpOpts{bufSize: 1 << 17})
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-		SGList: []SGE{{Addr: a.mr.Addr(), Length: 1 << 16, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-	if err := a.qp.PostSend(w); err != nil {
+	if err := a.qp.PostSend(writeWR(a, b, 1, 1<<16)); err != nil {
 		t.Fatal(err)
 	}
 	p.l.run(5*clock.Millisecond, 1<<22, func() bool { return a.scq.Len() == 1 })
@@ -472,10 +454,7 @@ func TestIBBadVLAndIdempotentLinkUp(t *testing.T) {
 		}
 	}
 	copy(a.buf, "vl3")
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-		SGList: []SGE{{Addr: a.mr.Addr(), Length: 3, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-	if err := a.qp.PostSend(w); err != nil {
+	if err := a.qp.PostSend(writeWR(a, b, 1, 3)); err != nil {
 		t.Fatal(err)
 	}
 	p.l.run(100*clock.Microsecond, 1<<20, nil)
@@ -498,10 +477,7 @@ func TestIBBadVLAndIdempotentLinkUp(t *testing.T) {
 func TestIBPerfMgt(t *testing.T) {
 	p := ibPair(t, 1024, 1)
 	a, b := setupRC(t, p, qpOpts{})
-	w := &SendWR{WRID: 1, Opcode: IBV_WR_RDMA_WRITE, SendFlags: IBV_SEND_SIGNALED,
-		SGList: []SGE{{Addr: a.mr.Addr(), Length: 8192, LKey: a.mr.LKey()}}}
-	w.RDMA.RemoteAddr, w.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
-	if err := a.qp.PostSend(w); err != nil {
+	if err := a.qp.PostSend(writeWR(a, b, 1, 8192)); err != nil {
 		t.Fatal(err)
 	}
 	p.l.run(clock.Millisecond, 1<<20, nil)
