@@ -331,3 +331,27 @@ func IBGUID(name string) uint64 {
 	h.Write([]byte(name))
 	return h.Sum64() &^ 0xFF
 }
+
+// IBOf returns a node's IB settings: its own ib mapping, else the lab's
+// (nil outside an IB lab). Every driver of a node reads them here.
+func (s *Spec) IBOf(n *Node) *IBConfig {
+	if n.IB != nil {
+		return n.IB
+	}
+	return s.IB
+}
+
+// BlocksPerVL is the VL buffer in 64-byte credit blocks (at most 2048,
+// the credit window: Load refuses more).
+func (c *IBConfig) BlocksPerVL() int { return int(c.VLBuffer / IBCreditBytes) }
+
+// SLToVL is the SL-to-VL table with every VL within the MaxVLs data VLs
+// (an entry beyond them is taken modulo, as the simulator's hosts do).
+func (c *IBConfig) SLToVL() [16]uint8 {
+	var t [16]uint8
+	vls := uint8(max(c.MaxVLs, 1))
+	for sl := range t {
+		t[sl] = c.SL2VL[sl] % vls
+	}
+	return t
+}

@@ -78,7 +78,7 @@ type Config struct {
 	// SL2VL maps an SL to a data VL (IB); nil means SL mod IBDataVLs.
 	SL2VL *[16]uint8
 	// IBBlocksPerVL is the receive buffer the NIC advertises per VL, in
-	// 64-byte credit blocks (IB; default 1024, at most 2047 so the
+	// 64-byte credit blocks (IB; default 1024, at most 2048 so the
 	// 12-bit credit window stays unambiguous).
 	IBBlocksPerVL int
 	// IBFCRefresh is the longest time between two flow-control packets of

@@ -25,8 +25,8 @@ func (c *Config) validateIB() error {
 		return fmt.Errorf("nic %q: lid %d: want a unicast LID, 1..0xBFFF", c.Name, c.LID)
 	case c.IBDataVLs < 1 || c.IBDataVLs > 8:
 		return fmt.Errorf("nic %q: ib data VLs %d: want 1..8", c.Name, c.IBDataVLs)
-	case c.IBBlocksPerVL < 1 || c.IBBlocksPerVL > 2047:
-		return fmt.Errorf("nic %q: ib buffer of %d blocks per VL: want 1..2047 (the 12-bit credit window)", c.Name, c.IBBlocksPerVL)
+	case c.IBBlocksPerVL < 1 || c.IBBlocksPerVL > 2048:
+		return fmt.Errorf("nic %q: ib buffer of %d blocks per VL: want 1..2048 (the 12-bit credit window)", c.Name, c.IBBlocksPerVL)
 	case c.IBBlocksPerVL < wire.CreditBlocks(maxIBPacket(c.PortMTU)):
 		return fmt.Errorf("nic %q: ib buffer of %d blocks per VL cannot hold the largest packet at MTU %d (%d blocks)",
 			c.Name, c.IBBlocksPerVL, c.PortMTU, wire.CreditBlocks(maxIBPacket(c.PortMTU)))

@@ -215,20 +215,10 @@ func ibNICConfig(spec *lab.Spec, n *lab.Node, p *lab.Port, nc *NodeConfig) (*Nod
 		Name: n.Name, MAC: wire.MAC(n.MAC), IP: netip.AddrFrom4(n.IPv4), Rate: p.Link.Rate, PortMTU: mtu,
 		Fabric: nic.FabricIB, LID: n.LID,
 	}
-	ibc := n.IB
-	if ibc == nil {
-		ibc = spec.IB
-	}
-	if ibc != nil {
-		c.IBDataVLs = ibc.MaxVLs
-		var sl2vl [16]uint8
-		for sl := range sl2vl {
-			sl2vl[sl] = ibc.SL2VL[sl] % uint8(max(ibc.MaxVLs, 1))
-		}
+	if ibc := spec.IBOf(n); ibc != nil {
+		c.IBDataVLs, c.IBBlocksPerVL = ibc.MaxVLs, ibc.BlocksPerVL()
+		sl2vl := ibc.SLToVL()
 		c.SL2VL = &sl2vl
-		if ibc.VLBuffer > 0 {
-			c.IBBlocksPerVL = min(int(ibc.VLBuffer/wire.CreditBlockSize), 2047)
-		}
 		if ibc.CC != nil {
 			k := ibc.CC.CA
 			c.IBCC = &k

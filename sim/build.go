@@ -94,17 +94,10 @@ func hostConfig(spec *lab.Spec, n *lab.Node, ib bool) HostConfig {
 	}
 	if ib {
 		hc.Fabric = FabricIB
-		ibc := n.IB
-		if ibc == nil {
-			ibc = spec.IB
-		}
-		if ibc != nil {
-			hc.IBDataVLs = ibc.MaxVLs
-			sl2vl := ibc.SL2VL
+		if ibc := spec.IBOf(n); ibc != nil {
+			hc.IBDataVLs, hc.IBBlocksPerVL = ibc.MaxVLs, ibc.BlocksPerVL()
+			sl2vl := ibc.SLToVL()
 			hc.IBSL2VL = &sl2vl
-			if ibc.VLBuffer > 0 {
-				hc.IBBlocksPerVL = min(int(ibc.VLBuffer/64), 2048)
-			}
 			hc.IBCC = hostIBCC(ibc) // ibcc_build.go
 		}
 	}

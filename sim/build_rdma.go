@@ -17,17 +17,10 @@ func nicConfig(spec *lab.Spec, n *lab.Node) NICConfig {
 	}
 	if spec.Fabric == lab.FabricIB {
 		c.Fabric, c.LID, c.DCQCN = FabricIB, n.LID, nil
-		ibc := n.IB
-		if ibc == nil {
-			ibc = spec.IB
-		}
-		if ibc != nil {
-			c.IBDataVLs = ibc.MaxVLs
-			sl2vl := ibc.SL2VL
+		if ibc := spec.IBOf(n); ibc != nil {
+			c.IBDataVLs, c.IBBlocksPerVL = ibc.MaxVLs, ibc.BlocksPerVL()
+			sl2vl := ibc.SLToVL()
 			c.IBSL2VL = &sl2vl
-			if ibc.VLBuffer > 0 {
-				c.IBBlocksPerVL = min(int(ibc.VLBuffer/64), 2047)
-			}
 			c.IBCC = hostIBCC(ibc)
 		}
 		if c.CC == lab.CCNone {
