@@ -121,7 +121,8 @@ func (n *NIC) emitIB(dlid uint16, sl uint8, payload []byte) *frame.Frame {
 // and dropped) or a data packet for the engine or IPoIB.
 func (n *NIC) receiveIB(f *frame.Frame) {
 	b := f.Data
-	n.ibHeard()
+	now := n.clk.Now() // one clock reading per packet
+	n.ibHeard(now)
 	if len(b) == wire.IBLinkSize {
 		n.receiveLinkPacket(b)
 		f.Put()
@@ -154,7 +155,7 @@ func (n *NIC) receiveIB(f *frame.Frame) {
 	}
 	// The packet took receive buffer whatever it holds: account its
 	// credits before judging it.
-	if !n.ibArrived(vl, len(b)) {
+	if !n.ibArrived(vl, len(b), now) {
 		f.Put()
 		return
 	}

@@ -108,7 +108,7 @@ func (n *NIC) receiveLinkPacket(b []byte) {
 // ibArrived accounts the blocks of a data packet received on vl and owes
 // the sender their credit back; it reports false for a VL the port does
 // not run (counted; the caller drops the packet).
-func (n *NIC) ibArrived(vl uint8, size int) bool {
+func (n *NIC) ibArrived(vl uint8, size int, now clock.Time) bool {
 	if int(vl) >= n.cfg.IBDataVLs {
 		n.cnt[IBVLErr]++
 		return false
@@ -119,7 +119,6 @@ func (n *NIC) ibArrived(vl uint8, size int) bool {
 		n.cnt[IBCreditOverrun]++ // the sender ignored our limit
 	}
 	l.abr[vl] = wire.AddBlocks(l.abr[vl], blocks)
-	now := n.clk.Now()
 	if now-l.fcLast[vl] >= fcUpdate {
 		l.fcDue |= 1 << vl
 		n.wake()
@@ -184,11 +183,12 @@ func (n *NIC) nextFC() *frame.Frame {
 	return f
 }
 
-// ibHeard notes that a packet arrived; a link that was lost is back: the
-// SMA sees the port come up (Init) and the SM will sweep it again.
-func (n *NIC) ibHeard() {
+// ibHeard notes that a packet arrived at now; a link that was lost is
+// back: the SMA sees the port come up (Init) and the SM will sweep it
+// again.
+func (n *NIC) ibHeard(now clock.Time) {
 	l := &n.ibl
-	l.lastRx = n.clk.Now()
+	l.lastRx = now
 	if l.lost {
 		l.lost = false
 		n.smaLink(!n.linkDown && n.tx != nil)

@@ -15,14 +15,7 @@ func TestIBRDMAAcrossSwitches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Build(spec, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Run(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := buildAndRun(t, spec)
 	for _, c := range []struct {
 		name  string
 		count int
@@ -97,14 +90,7 @@ func TestIBRDMAIncast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Build(spec, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Run(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := buildAndRun(t, spec)
 	var last, waits uint64
 	for _, name := range []string{"i1", "i2", "i3", "i4"} {
 		f := r.RDMAFlow(name)
@@ -143,14 +129,7 @@ func TestIBRDMAManagedBySM(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec.IB.SM = &lab.IBSubnetManager{Host: "h1", SweepInterval: 50 * clock.Microsecond}
-	s, err := Build(spec, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Run(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, r := buildAndRun(t, spec)
 	d := s.SubnetManager()
 	if d == nil || d.Host() != nil {
 		t.Fatalf("subnet manager %+v: want one on the NIC host h1", d)
@@ -188,4 +167,18 @@ func TestIBRDMAManagedBySM(t *testing.T) {
 	if drops, by := r.SwitchDrops(); drops != 0 {
 		t.Errorf("switch drops %d %v", drops, by)
 	}
+}
+
+// buildAndRun builds spec with seed 1 and runs it to its end.
+func buildAndRun(t *testing.T, spec *lab.Spec) (*Sim, *Results) {
+	t.Helper()
+	s, err := Build(spec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, r
 }
