@@ -88,6 +88,7 @@ const (
 	SMPRx            // smp_rx: subnet management packets the port's SMA took
 	SMPTx            // smp_tx: subnet management packets sent (SMA answers, forwarded or the local SM's requests)
 	SMPMalformed     // smp_malformed: VL15 packet that is no valid SMP, dropped
+	SMPDropped       // smp_dropped: SMP the agent discarded (bad hop, unsupported method or attribute path) or a response with no SM here
 	IBLinkDowned     // link_downed: times the link was declared lost for silence (IBLinkTimeout; IB PortCounters LinkDownedCounter)
 	GSIRx            // gsi_rx: GMPs QP1 took
 	GSITx            // gsi_tx: GMPs QP1 sent (PerfMgt answers, this port's requests)
@@ -110,7 +111,7 @@ var counterNames = [numCounters]string{
 	"ib_credit_waits", "ib_fc_tx", "ib_fc_rx", "ib_link_errors", "ib_vl_errors", "ib_credit_overrun",
 	"vl15_dropped", "ib_vcrc_errors", "ib_wrong_lid",
 	"ipoib_tx_packets", "ipoib_rx_packets", "ipoib_arp_replies", "ipoib_no_neighbour", "ipoib_unsupported",
-	"smp_rx", "smp_tx", "smp_malformed", "link_downed",
+	"smp_rx", "smp_tx", "smp_malformed", "smp_dropped", "link_downed",
 	"gsi_rx", "gsi_tx", "gsi_unsupported",
 }
 

@@ -105,9 +105,11 @@ func (n *NIC) receiveSMP(f *frame.Frame) bool {
 	n.applySMA(act)
 	switch act.Verdict {
 	case mad.DeliverSM:
-		if s.deliver != nil {
-			s.deliver(s.pkt.SMP)
+		if s.deliver == nil {
+			n.cnt[SMPDropped]++ // a response, and no SM here to take it
+			return false
 		}
+		s.deliver(s.pkt.SMP)
 		return false
 	case mad.SendPort:
 		lrh.SetSLID(mad.LIDOrPermissive(n.cfg.LID))
@@ -115,6 +117,7 @@ func (n *NIC) receiveSMP(f *frame.Frame) bool {
 		lrh.SetDLID(mad.LIDOrPermissive(lrh.SLID()))
 		lrh.SetSLID(mad.LIDOrPermissive(n.cfg.LID))
 	default:
+		n.cnt[SMPDropped]++ // the agent discarded it (its Stats say why)
 		return false
 	}
 	if bth.FinishIBPacket(f.Data) != nil {
