@@ -254,10 +254,13 @@ func portURI(pt *Port, sockPath, peerNamespace string, mode HostMode) string {
 	if pt.Node.Kind != peer.Kind {
 		listen = pt.Node.Kind == KindSwitch
 	}
+	// Frames between two daemons go through shared-memory rings set up
+	// over the socket (rt.Shm): a copy into the ring and one out, no
+	// system call while both sides are busy.
 	if listen {
-		return "seqpacket-listen:" + sockPath
+		return "shm-listen:" + sockPath
 	}
-	return "seqpacket-dial:" + sockPath
+	return "shm-dial:" + sockPath
 }
 
 // hostIface is the configuration of NIC n's interface on port pt.

@@ -103,12 +103,12 @@ func TestUpPlanNIC(t *testing.T) {
 		t.Fatalf("daemons %v", names)
 	}
 	if want := []string{"--lab", "/abs/lab.yaml", "--node", "sw1",
-		"--port", "p1=seqpacket-listen:/st/x/sock/link0.sock", "--port", "p2=seqpacket-listen:/st/x/sock/link1.sock",
+		"--port", "p1=shm-listen:/st/x/sock/link0.sock", "--port", "p2=shm-listen:/st/x/sock/link1.sock",
 		"--control", "/st/x/sock/ctl-sw1.sock"}; !slices.Equal(d[0].daemon.args, want) {
 		t.Errorf("emuswitch args\n got %q\nwant %q", d[0].daemon.args, want)
 	}
 	if want := []string{"--lab", "/abs/lab.yaml", "--node", "h2", "--tap", "eth0@emu-x-h2",
-		"--port", "seqpacket-dial:/st/x/sock/link1.sock", "--control", "/st/x/sock/ctl-h2.sock"}; !slices.Equal(d[2].daemon.args, want) {
+		"--port", "shm-dial:/st/x/sock/link1.sock", "--control", "/st/x/sock/ctl-h2.sock"}; !slices.Equal(d[2].daemon.args, want) {
 		t.Errorf("emunic args\n got %q\nwant %q", d[2].daemon.args, want)
 	}
 	if d[1].iface.owner != "emunic-h1" {
@@ -146,14 +146,14 @@ topology:
 		}
 	}
 	for port, want := range map[string]string{
-		"sw2:p9":  "seqpacket-listen:/st/x/sock/link0.sock",
-		"sw1:p9":  "seqpacket-dial:/st/x/sock/link0.sock",
-		"sw1:p1":  "seqpacket-listen:/st/x/sock/link1.sock",
-		"h1:eth0": "seqpacket-dial:/st/x/sock/link1.sock",
-		"sw2:p1":  "seqpacket-listen:/st/x/sock/link2.sock",
-		"h2:eth0": "seqpacket-dial:/st/x/sock/link2.sock",
-		"h3:eth0": "seqpacket-listen:/st/x/sock/link3.sock",
-		"h4:eth0": "seqpacket-dial:/st/x/sock/link3.sock",
+		"sw2:p9":  "shm-listen:/st/x/sock/link0.sock",
+		"sw1:p9":  "shm-dial:/st/x/sock/link0.sock",
+		"sw1:p1":  "shm-listen:/st/x/sock/link1.sock",
+		"h1:eth0": "shm-dial:/st/x/sock/link1.sock",
+		"sw2:p1":  "shm-listen:/st/x/sock/link2.sock",
+		"h2:eth0": "shm-dial:/st/x/sock/link2.sock",
+		"h3:eth0": "shm-listen:/st/x/sock/link3.sock",
+		"h4:eth0": "shm-dial:/st/x/sock/link3.sock",
 	} {
 		if uri[port] != want {
 			t.Errorf("%s: %q, want %q", port, uri[port], want)
@@ -241,9 +241,9 @@ func TestUpTable(t *testing.T) {
 	li := &LabInfo{Lab: "x", File: "/abs/lab.yaml", Hosts: HostsNIC, StateDir: "/st/x", Took: 150 * time.Millisecond,
 		Nodes: []NodeInfo{
 			{Name: "sw1", Kind: KindSwitch, Namespace: "emu-x-sw1", Daemon: "emuswitch-sw1", Binary: "emuswitch", Pid: 42,
-				Ports: []PortInfo{{Name: "p1", Peer: "h1:eth0", Transport: "seqpacket-listen:/st/x/sock/link0.sock"}}},
+				Ports: []PortInfo{{Name: "p1", Peer: "h1:eth0", Transport: "shm-listen:/st/x/sock/link0.sock"}}},
 			{Name: "h1", Kind: KindNIC, Namespace: "emu-x-h1", Daemon: "emunic-h1", Binary: "emunic", Pid: 43,
-				Ports: []PortInfo{{Name: "eth0", Peer: "sw1:p1", Transport: "seqpacket-dial:/st/x/sock/link0.sock"}},
+				Ports: []PortInfo{{Name: "eth0", Peer: "sw1:p1", Transport: "shm-dial:/st/x/sock/link0.sock"}},
 				Iface: &IfaceInfo{Name: "eth0", Addr: "10.0.0.1/24", MAC: "02:00:00:00:00:02", MTU: 4200, Owner: "emunic-h1"}},
 			{Name: "h9", Kind: KindNIC, Namespace: "emu-x-h9"},
 		}}
@@ -253,8 +253,8 @@ func TestUpTable(t *testing.T) {
 	}
 	want := `lab x is up (/abs/lab.yaml, hosts nic, 0.15s); state /st/x
 NODE  KIND    NAMESPACE  DAEMON     PID  PORT  PEER     TRANSPORT / ADDRESS
-sw1   switch  emu-x-sw1  emuswitch  42   p1    h1:eth0  seqpacket-listen:sock/link0.sock
-h1    nic     emu-x-h1   emunic     43   eth0  sw1:p1   10.0.0.1/24 mtu 4200 02:00:00:00:00:02 (TAP held by emunic-h1) via seqpacket-dial:sock/link0.sock
+sw1   switch  emu-x-sw1  emuswitch  42   p1    h1:eth0  shm-listen:sock/link0.sock
+h1    nic     emu-x-h1   emunic     43   eth0  sw1:p1   10.0.0.1/24 mtu 4200 02:00:00:00:00:02 (TAP held by emunic-h1) via shm-dial:sock/link0.sock
 h9    nic     emu-x-h9   -          -    -     -        -
 `
 	if b.String() != want {

@@ -71,7 +71,7 @@ func ifaceSummary(f *IfaceInfo) string {
 // sock/link3.sock, the full path is in up.json.
 func shortURI(u string) string {
 	scheme, rest, ok := strings.Cut(u, ":")
-	if !ok || !strings.HasPrefix(scheme, "seqpacket") {
+	if !ok || !strings.HasPrefix(scheme, "seqpacket") && !strings.HasPrefix(scheme, "shm") {
 		return u
 	}
 	if i := strings.LastIndex(rest, "/sock/"); i >= 0 {

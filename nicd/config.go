@@ -16,23 +16,32 @@ import (
 type PortURI struct {
 	Kind string // "seqpacket-listen", "seqpacket-dial" or "udp"
 	Path string // seqpacket socket file
+	// Shm: frames go through shared-memory rings set up over the seqpacket
+	// socket (shm-listen:PATH, shm-dial:PATH; rt.Shm). Both ends of a link
+	// must use them.
+	Shm bool
 	// Local and Remote are the UDP link's ends.
 	Local, Remote netip.AddrPort
 }
 
-// ParsePortURI parses seqpacket-listen:/path, seqpacket-dial:/path or
-// udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT (IPv6 in brackets).
+// ParsePortURI parses seqpacket-listen:/path, seqpacket-dial:/path,
+// shm-listen:/path, shm-dial:/path or udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT
+// (IPv6 in brackets).
 func ParsePortURI(s string) (PortURI, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	if !ok {
-		return PortURI{}, fmt.Errorf("--port %q: want seqpacket-listen:PATH, seqpacket-dial:PATH or udp:LOCAL,REMOTE", s)
+		return PortURI{}, fmt.Errorf("--port %q: want seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH or udp:LOCAL,REMOTE", s)
 	}
 	switch kind {
-	case "seqpacket-listen", "seqpacket-dial":
+	case "seqpacket-listen", "seqpacket-dial", "shm-listen", "shm-dial":
 		if rest == "" || !strings.HasPrefix(rest, "/") {
 			return PortURI{}, fmt.Errorf("--port %q: the socket path must be absolute", s)
 		}
-		return PortURI{Kind: kind, Path: rest}, nil
+		shm := strings.HasPrefix(kind, "shm-")
+		if shm {
+			kind = "seqpacket-" + strings.TrimPrefix(kind, "shm-")
+		}
+		return PortURI{Kind: kind, Path: rest, Shm: shm}, nil
 	case "udp":
 		l, r, ok := strings.Cut(rest, ",")
 		if !ok {
@@ -51,12 +60,15 @@ func ParsePortURI(s string) (PortURI, error) {
 		}
 		return PortURI{Kind: kind, Local: la, Remote: ra}, nil
 	}
-	return PortURI{}, fmt.Errorf("--port %q: unknown transport %q (want seqpacket-listen, seqpacket-dial or udp)", s, kind)
+	return PortURI{}, fmt.Errorf("--port %q: unknown transport %q (want seqpacket-listen, seqpacket-dial, shm-listen, shm-dial or udp)", s, kind)
 }
 
 func (u PortURI) String() string {
 	if u.Kind == "udp" {
 		return "udp:" + u.Local.String() + "," + u.Remote.String()
+	}
+	if u.Shm {
+		return "shm-" + strings.TrimPrefix(u.Kind, "seqpacket-") + ":" + u.Path
 	}
 	return u.Kind + ":" + u.Path
 }

@@ -30,7 +30,11 @@ func (d *Daemon) openLink(ctx context.Context) error {
 			}
 			sp, err := rt.DialSeqpacket(d.uri.Path)
 			if err == nil {
-				return d.attachLink(sp)
+				var l rt.Link
+				if l, err = d.linkOver(sp, false); err == nil {
+					return d.attachLink(l)
+				}
+				d.log.Printf("port %s: %v", d.uri, err)
 			}
 			if time.Now().After(deadline) {
 				return fmt.Errorf("--port %s: %w", d.uri, err)
@@ -61,26 +65,69 @@ func (d *Daemon) openLink(ctx context.Context) error {
 // accept waits for the one peer of a listening port and attaches it on
 // the loop. The socket file is removed once the peer is connected.
 func (d *Daemon) accept(ln *rt.SeqpacketListener) {
-	sp, err := ln.Accept()
-	d.mu.Lock()
-	d.listener = nil
-	d.mu.Unlock()
-	ln.Close()
-	if err != nil {
-		if !errors.Is(err, rt.ErrClosed) {
-			d.setLink(LinkDown, err)
-			d.log.Printf("port %s: accept: %v", d.uri, err)
+	for {
+		sp, err := ln.Accept()
+		d.mu.Lock()
+		d.listener = nil
+		d.mu.Unlock()
+		ln.Close()
+		if err != nil {
+			if !errors.Is(err, rt.ErrClosed) {
+				d.setLink(LinkDown, err)
+				d.log.Printf("port %s: accept: %v", d.uri, err)
+			}
+			return
+		}
+		link, err := d.linkOver(sp, true)
+		if err != nil {
+			// The peer left before taking the rings: wait for the next.
+			d.log.Printf("port %s: %v", d.uri, err)
+			if ln = d.listenAgain(); ln == nil {
+				return
+			}
+			continue
+		}
+		ok := d.loop.Post(func() {
+			if err := d.attachLink(link); err != nil {
+				d.log.Printf("port %s: %v", d.uri, err)
+			}
+		})
+		if !ok {
+			link.Close()
 		}
 		return
 	}
-	ok := d.loop.Post(func() {
-		if err := d.attachLink(sp); err != nil {
-			d.log.Printf("port %s: %v", d.uri, err)
-		}
-	})
-	if !ok {
-		sp.Close()
+}
+
+// linkOver is the link a freshly connected socket carries: the socket
+// itself, or the shared-memory rings set up over it (shm-listen/shm-dial:
+// the accepting side creates them, the dialling side joins).
+func (d *Daemon) linkOver(sp *rt.Seqpacket, accepted bool) (rt.Link, error) {
+	if !d.uri.Shm {
+		return sp, nil
 	}
+	return rt.ShmOver(sp, accepted)
+}
+
+// listenAgain listens on the port's path again (the peer went away); nil
+// when that fails or the daemon is closing.
+func (d *Daemon) listenAgain() *rt.SeqpacketListener {
+	ln, err := rt.ListenSeqpacket(d.uri.Path)
+	if err != nil {
+		d.log.Printf("port %s: listen again: %v", d.uri, err)
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	select {
+	case <-d.closing:
+		ln.Close()
+		return nil
+	default:
+	}
+	d.listener = ln
+	d.linkState = LinkWaiting
+	return ln
 }
 
 // attachLink connects the NIC to link. Before Run or on the loop.
@@ -136,22 +183,10 @@ func (d *Daemon) reconnect(old *rt.Port) {
 	case d.opts.Link != nil || d.uri.Kind == "udp":
 		return
 	case d.uri.Kind == "seqpacket-listen":
-		ln, err := rt.ListenSeqpacket(d.uri.Path)
-		if err != nil {
-			d.log.Printf("port %s: listen again: %v", d.uri, err)
+		ln := d.listenAgain()
+		if ln == nil {
 			return
 		}
-		d.mu.Lock()
-		select {
-		case <-d.closing:
-			d.mu.Unlock()
-			ln.Close()
-			return
-		default:
-		}
-		d.listener = ln
-		d.linkState = LinkWaiting
-		d.mu.Unlock()
 		d.log.Printf("port %s: peer gone, listening again", d.uri)
 		old.Close()
 		d.accept(ln)
@@ -161,14 +196,19 @@ func (d *Daemon) reconnect(old *rt.Port) {
 		for {
 			sp, err := rt.DialSeqpacket(d.uri.Path)
 			if err == nil {
-				if !d.loop.Post(func() {
-					if err := d.attachLink(sp); err != nil {
-						d.log.Printf("port %s: %v", d.uri, err)
+				l, err := d.linkOver(sp, false)
+				if err != nil {
+					d.log.Printf("port %s: %v", d.uri, err)
+				} else {
+					if !d.loop.Post(func() {
+						if err := d.attachLink(l); err != nil {
+							d.log.Printf("port %s: %v", d.uri, err)
+						}
+					}) {
+						l.Close()
 					}
-				}) {
-					sp.Close()
+					return
 				}
-				return
 			}
 			select {
 			case <-d.closing:

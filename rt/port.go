@@ -76,6 +76,17 @@ type Port struct {
 	Counters PortCounters
 
 	deliver []*frame.Frame // scratch handed to Deliver, loop goroutine only
+
+	// direct is the link's non-blocking single-frame write (a Shm), used
+	// by Transmit while the writer has nothing queued; nil with a Pacer.
+	direct directWriter
+}
+
+// directWriter is a link that can take one frame without waiting and
+// without a system call (Shm.TryWrite): the loop then writes it itself,
+// saving the copy into a writer buffer and the hand-off to the writer.
+type directWriter interface {
+	TryWrite(b []byte) bool
 }
 
 type rxBatch struct {
@@ -117,6 +128,9 @@ func (l *Loop) Attach(link Link, cfg PortConfig) (*Port, error) {
 		quit:    make(chan struct{}),
 		rxDone:  make(chan struct{}),
 		deliver: make([]*frame.Frame, 0, bs),
+	}
+	if dw, ok := link.(directWriter); ok && cfg.Pacer == nil {
+		p.direct = dw
 	}
 	l.ports = append(l.ports, p)
 	l.mu.Unlock()
@@ -222,6 +236,14 @@ func (p *Port) receive(b *rxBatch) {
 // the frame (TxQueueDrops): the engine transmits at the link rate, so the
 // queue only fills when the transport cannot keep up.
 func (p *Port) Transmit(f *frame.Frame) {
+	// Every writer buffer free means nothing queued or being written: a
+	// frame written now cannot overtake one.
+	if p.direct != nil && len(p.txFree) == cap(p.txFree) && p.direct.TryWrite(f.Data) {
+		p.Counters.TxFrames.Add(1)
+		p.Counters.TxBytes.Add(uint64(len(f.Data)))
+		f.Put()
+		return
+	}
 	var tb *txBuf
 	select {
 	case tb = <-p.txFree:

@@ -49,6 +49,11 @@ var linkPairs = []linkPair{
 		t.Cleanup(func() { a.Close(); b.Close() })
 		return a, b
 	}},
+	{"shm", func(t *testing.T) (Link, Link) {
+		a, b := shmPair(t)
+		t.Cleanup(func() { a.Close(); b.Close() })
+		return a, b
+	}},
 	{"udp-loopback", func(t *testing.T) (Link, Link) {
 		lo := netip.MustParseAddrPort("127.0.0.1:0")
 		a, err := ListenUDP(lo)
@@ -297,6 +302,24 @@ func BenchmarkSeqpacket9000(b *testing.B) {
 		b.Fatal(err)
 	}
 	benchLink(b, x, y, 9000)
+}
+
+func BenchmarkShm64(b *testing.B) {
+	x, y := shmPair(b)
+	benchLink(b, x, y, 64)
+}
+
+func BenchmarkShm4200(b *testing.B) {
+	x, y := shmPair(b)
+	benchLink(b, x, y, 4200)
+}
+
+func BenchmarkSeqpacket4200(b *testing.B) {
+	x, y, err := SeqpacketPair()
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchLink(b, x, y, 4200)
 }
 
 func BenchmarkUDPLoopback1500(b *testing.B) {

@@ -294,7 +294,7 @@ func (d *Daemon) portStatus(p *swPort) PortStatus {
 		s.OnWire += p.in.held()
 	}
 	if p.bind != nil {
-		s.URI, s.Transport = p.bind.URI, string(p.bind.Kind)
+		s.URI, s.Transport = p.bind.URI, p.bind.Scheme()
 	}
 	if a := d.sw.SMA(); a != nil {
 		s.IBState = mad.PortStateName(a.PortState(p.idx + 1))

@@ -308,7 +308,7 @@ func (d *Daemon) bindAll(ctx context.Context) error {
 			go d.acceptLoop(p, ln)
 		case SeqpacketDial:
 			d.log.Printf("port %s: dialling %s", p.name, b.Path)
-			sp, err := d.dial(ctx, b.Path, DialTimeout)
+			sp, err := d.dial(ctx, b, DialTimeout)
 			if err != nil {
 				return fmt.Errorf("%s: %w", flag, err)
 			}
@@ -395,9 +395,10 @@ func removeStaleSocket(path string) {
 	os.Remove(path)
 }
 
-// dial connects a seqpacket port, retrying until timeout, Close or ctx
-// is done.
-func (d *Daemon) dial(ctx context.Context, path string, timeout time.Duration) (*rt.Seqpacket, error) {
+// dial connects a seqpacket port (and joins its rings, shm-dial),
+// retrying until timeout, Close or ctx is done.
+func (d *Daemon) dial(ctx context.Context, b *PortBind, timeout time.Duration) (rt.Link, error) {
+	path := b.Path
 	deadline := time.Now().Add(timeout)
 	retry := time.NewTimer(0)
 	defer retry.Stop()
@@ -411,7 +412,14 @@ func (d *Daemon) dial(ctx context.Context, path string, timeout time.Duration) (
 		}
 		sp, err := rt.DialSeqpacket(path)
 		if err == nil {
-			return sp, nil
+			if !b.Shm {
+				return sp, nil
+			}
+			var s *rt.Shm
+			if s, err = rt.ShmJoin(sp); err == nil {
+				return s, nil
+			}
+			d.log.Printf("dial %s: %v", path, err)
 		}
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("no peer listening after %v: %w", timeout, err)
@@ -424,7 +432,7 @@ func (d *Daemon) dial(ctx context.Context, path string, timeout time.Duration) (
 func (d *Daemon) acceptLoop(p *swPort, ln *rt.SeqpacketListener) {
 	defer d.wg.Done()
 	for {
-		sp, err := ln.Accept()
+		acc, err := ln.Accept()
 		if err != nil {
 			select {
 			case <-d.quit:
@@ -432,6 +440,15 @@ func (d *Daemon) acceptLoop(p *swPort, ln *rt.SeqpacketListener) {
 				d.log.Printf("port %s: accept: %v", p.name, err)
 			}
 			return
+		}
+		var sp rt.Link = acc
+		if p.bind.Shm {
+			if sp, err = rt.ShmCreate(acc); err != nil {
+				// The peer left before taking the rings (or was not an
+				// emufabric daemon): wait for the next one.
+				d.log.Printf("port %s: %v", p.name, err)
+				continue
+			}
 		}
 		done := make(chan *rt.Port, 1)
 		if !d.loop.Post(func() {
@@ -463,7 +480,7 @@ func (d *Daemon) redialLoop(p *swPort, tp *rt.Port) {
 		if !d.waitGone(p, tp) {
 			return
 		}
-		sp, err := d.dial(context.Background(), p.bind.Path, 365*24*time.Hour)
+		sp, err := d.dial(context.Background(), p.bind, 365*24*time.Hour)
 		if err != nil {
 			return // closing
 		}

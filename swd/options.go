@@ -35,6 +35,15 @@ const (
 	TAPLink         TransportKind = "tap"              // IFNAME@NETNS: a TAP in a named namespace
 )
 
+// The shm-listen: and shm-dial: schemes are seqpacket-listen and
+// seqpacket-dial whose frames then travel through shared-memory rings
+// (rt.Shm); the socket carries the setup and the end of the link. Both
+// ends of a link must use them.
+const (
+	shmListen = "shm-listen"
+	shmDial   = "shm-dial"
+)
+
 // PortBind is one --port PORTNAME=URI.
 type PortBind struct {
 	Port string // the switch port's name in the lab file
@@ -42,11 +51,26 @@ type PortBind struct {
 	Kind TransportKind
 	// Path is the socket file of seqpacket URIs.
 	Path string
+	// Shm: frames go through shared-memory rings set up over the socket
+	// (shm-listen / shm-dial).
+	Shm bool
 	// Local and Remote are the addresses of a udp URI.
 	Local, Remote netip.AddrPort
 	// IfName and NetNS are the TAP device and its namespace ("" = the
 	// daemon's own namespace).
 	IfName, NetNS string
+}
+
+// Scheme is the URI's scheme as written (shm-listen for a seqpacket-listen
+// port with rings).
+func (b *PortBind) Scheme() string {
+	switch {
+	case b.Shm && b.Kind == SeqpacketListen:
+		return shmListen
+	case b.Shm:
+		return shmDial
+	}
+	return string(b.Kind)
 }
 
 // ParsePortFlag parses the value of one --port flag, PORTNAME=URI.
@@ -67,9 +91,15 @@ func ParsePortFlag(v string) (PortBind, error) {
 func ParseURI(uri string) (PortBind, error) {
 	scheme, rest, ok := strings.Cut(uri, ":")
 	if !ok || rest == "" {
-		return PortBind{}, fmt.Errorf("URI %q: want SCHEME:ARGS with scheme seqpacket-listen, seqpacket-dial, udp or tap", uri)
+		return PortBind{}, fmt.Errorf("URI %q: want SCHEME:ARGS with scheme seqpacket-listen, seqpacket-dial, shm-listen, shm-dial, udp or tap", uri)
 	}
 	b := PortBind{URI: uri, Kind: TransportKind(scheme)}
+	switch scheme {
+	case shmListen:
+		b.Kind, b.Shm = SeqpacketListen, true
+	case shmDial:
+		b.Kind, b.Shm = SeqpacketDial, true
+	}
 	switch b.Kind {
 	case SeqpacketListen, SeqpacketDial:
 		if !strings.HasPrefix(rest, "/") {
@@ -107,7 +137,7 @@ func ParseURI(uri string) (PortBind, error) {
 		}
 		b.IfName, b.NetNS = ifn, ns
 	default:
-		return PortBind{}, fmt.Errorf("URI %q: unknown scheme %q (seqpacket-listen, seqpacket-dial, udp, tap)", uri, scheme)
+		return PortBind{}, fmt.Errorf("URI %q: unknown scheme %q (seqpacket-listen, seqpacket-dial, shm-listen, shm-dial, udp, tap)", uri, scheme)
 	}
 	return b, nil
 }

@@ -6,8 +6,9 @@
 //	emunic --lab FILE --node NAME --tap eth0@NETNS --port URI --control /path/ctl.sock
 //	       [--metrics ADDR] [--time-dilation N] [--log FILE]
 //
-// URI is seqpacket-listen:/path.sock, seqpacket-dial:/path.sock or
-// udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT. It prints "ready" on stdout once
+// URI is seqpacket-listen:/path.sock, seqpacket-dial:/path.sock,
+// shm-listen:/path.sock, shm-dial:/path.sock (frames in shared-memory
+// rings set up over the socket) or udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT. It prints "ready" on stdout once
 // the TAP and the port are up, and exits cleanly on SIGTERM or SIGINT,
 // also while a seqpacket-dial port is still waiting for its peer to
 // listen.
@@ -40,7 +41,7 @@ func run(args []string, stdout io.Writer) error {
 	labFile := fs.String("lab", "", "lab file")
 	node := fs.String("node", "", "the NIC node in the lab file")
 	tap := fs.String("tap", "", "host interface to create, IFNAME@NETNS")
-	port := fs.String("port", "", "link: seqpacket-listen:PATH, seqpacket-dial:PATH or udp:LOCAL,REMOTE")
+	port := fs.String("port", "", "link: seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH or udp:LOCAL,REMOTE")
 	control := fs.String("control", "", "control socket path (created with mode 0600)")
 	metrics := fs.String("metrics", "", "Prometheus /metrics listen address, e.g. 127.0.0.1:9101")
 	dilation := fs.Int("time-dilation", 1, "run the emulated link N times slower than the wall clock")

@@ -10,7 +10,9 @@
 //	          [--time-dilation N] [--log FILE]
 //
 // Port URIs: seqpacket-listen:/path.sock, seqpacket-dial:/path.sock,
-// udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT, tap:IFNAME@NETNS.
+// shm-listen:/path.sock, shm-dial:/path.sock (the socket sets up
+// shared-memory rings that then carry the frames; both ends must use
+// them), udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT, tap:IFNAME@NETNS.
 //
 // The switch floods broadcast and multicast frames (ARP) to its other
 // connected ports. --no-flood PORTNAME (repeatable) leaves a port out of
@@ -74,7 +76,7 @@ func run(args []string, stdout io.Writer) error {
 	var ports []string
 	fs.StringVar(&o.Lab, "lab", "", "lab file (YAML)")
 	fs.StringVar(&o.Node, "node", "", "switch node of the lab file to run")
-	fs.StringArrayVar(&ports, "port", nil, "PORTNAME=URI: bind a switch port (repeat); URI seqpacket-listen:PATH, seqpacket-dial:PATH, udp:LOCAL:PORT,REMOTE:PORT, tap:IFNAME@NETNS")
+	fs.StringArrayVar(&ports, "port", nil, "PORTNAME=URI: bind a switch port (repeat); URI seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH, udp:LOCAL:PORT,REMOTE:PORT, tap:IFNAME@NETNS")
 	fs.StringVar(&o.Control, "control", "", "control socket path (mode 0600)")
 	fs.StringArrayVar(&o.NoFlood, "no-flood", nil, "PORTNAME: do not flood broadcast/multicast out of or in from this port, a port outside the switches' spanning tree (repeat)")
 	fs.StringVar(&o.Metrics, "metrics", "", "serve Prometheus /metrics on ADDR:PORT")

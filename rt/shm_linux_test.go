@@ -1,0 +1,274 @@
+package rt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// shmPair connects two Shm links over a socketpair, as a listening daemon
+// (ShmCreate) and a dialling one (ShmJoin) do over a socket file.
+func shmPair(t testing.TB) (*Shm, *Shm) {
+	t.Helper()
+	a, b, err := SeqpacketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type res struct {
+		s   *Shm
+		err error
+	}
+	c := make(chan res, 1)
+	go func() {
+		s, err := ShmCreate(a)
+		c <- res{s, err}
+	}()
+	j, err := ShmJoin(b)
+	r := <-c
+	if err != nil || r.err != nil {
+		t.Fatalf("join: %v; create: %v", err, r.err)
+	}
+	return r.s, j
+}
+
+func readAll(t *testing.T, l Link, want int) [][]byte {
+	t.Helper()
+	rb := make([][]byte, l.BatchSize())
+	rs := make([]int, l.BatchSize())
+	for i := range rb {
+		rb[i] = make([]byte, 9600)
+	}
+	var got [][]byte
+	for len(got) < want {
+		n, err := l.Read(rb, rs, 0)
+		if err != nil {
+			t.Fatalf("Read after %d frames: %v", len(got), err)
+		}
+		for i := range n {
+			got = append(got, bytes.Clone(rb[i][:rs[i]]))
+		}
+	}
+	return got
+}
+
+// TestShmBackPressure writes two rings' worth in one call while the reader
+// starts late: the writer waits for room, records wrap around the ring's
+// end, nothing is lost or reordered.
+func TestShmBackPressure(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	const n = 10000 // about 8 MiB of records
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		bufs[i] = testFrame(i, 60+i%1500)
+		binary.BigEndian.PutUint32(bufs[i], uint32(i))
+	}
+	done := make(chan error, 1)
+	go func() {
+		sent, err := a.Write(bufs, 0)
+		if err == nil && sent != n {
+			err = errors.New("short write")
+		}
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the writer fills the ring and sleeps; the test holds either way
+	got := readAll(t, b, n)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], bufs[i]) {
+			t.Fatalf("frame %d differs (%d bytes, want %d)", i, len(got[i]), len(bufs[i]))
+		}
+	}
+}
+
+// TestShmBothWays runs both directions at once, many small batches, the way
+// a switch port and a NIC exchange data and acknowledgements.
+func TestShmBothWays(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	const n = 20000
+	send := func(l Link, seed int) chan error {
+		c := make(chan error, 1)
+		go func() {
+			for i := 0; i < n; i += 7 {
+				var bufs [][]byte
+				for k := i; k < min(i+7, n); k++ {
+					f := testFrame(seed+k, 64+k%200)
+					binary.BigEndian.PutUint32(f, uint32(k))
+					bufs = append(bufs, f)
+				}
+				if _, err := l.Write(bufs, 0); err != nil {
+					c <- err
+					return
+				}
+			}
+			c <- nil
+		}()
+		return c
+	}
+	ea, eb := send(a, 1), send(b, 2)
+	check := func(l Link, seed int) {
+		got := readAll(t, l, n)
+		for k, f := range got {
+			want := testFrame(seed+k, 64+k%200)
+			binary.BigEndian.PutUint32(want, uint32(k))
+			if !bytes.Equal(f, want) {
+				t.Fatalf("seed %d frame %d differs", seed, k)
+			}
+		}
+	}
+	check(b, 1)
+	check(a, 2)
+	if err := <-ea; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-eb; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShmPeerClose: frames written before the peer closed are still read,
+// then Read gives io.EOF and Write fails, without blocking.
+func TestShmPeerClose(t *testing.T) {
+	a, b := shmPair(t)
+	defer b.Close()
+	if _, err := a.Write([][]byte{testFrame(1, 100), testFrame(2, 200)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	got := readAll(t, b, 2)
+	if !bytes.Equal(got[1], testFrame(2, 200)) {
+		t.Fatal("second frame differs")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !b.gone.Load() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := b.Read([][]byte{make([]byte, 100)}, make([]int, 1), 0)
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("Read after the peer closed: %v, want io.EOF", err)
+	}
+	if _, err := b.Write([][]byte{testFrame(3, 60)}, 0); err == nil {
+		t.Fatal("Write to a closed peer succeeded")
+	}
+}
+
+// TestShmPeerCloseWakesSleepers: a Read and a Write parked on the rings
+// (nothing to read; a full ring) return when the peer closes.
+func TestShmPeerCloseWakesSleepers(t *testing.T) {
+	a, b := shmPair(t)
+	defer b.Close()
+	full := make([][]byte, shmRingBytes/9024+1)
+	for i := range full {
+		full[i] = testFrame(i, 9000)
+	}
+	werr := make(chan error, 1)
+	go func() {
+		_, err := b.Write(full, 0) // the last frame finds no room
+		werr <- err
+	}()
+	c, d := shmPair(t)
+	defer c.Close()
+	rerr := make(chan error, 1)
+	go func() {
+		_, err := d.Read([][]byte{make([]byte, 100)}, make([]int, 1), 0)
+		rerr <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	a.Close()
+	d.Close()
+	for name, ch := range map[string]chan error{"Write": werr, "Read": rerr} {
+		select {
+		case err := <-ch:
+			if err == nil {
+				t.Fatalf("%s returned no error", name)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s still blocked", name)
+		}
+	}
+}
+
+// TestShmCorruptRecord: a record length out of range (only a broken peer
+// writes one) ends the link with an error and a count; the frames before
+// it are delivered.
+func TestShmCorruptRecord(t *testing.T) {
+	for _, bad := range []uint32{0, 1 << 30, shmWrap - 1} {
+		a, b := shmPair(t)
+		if _, err := a.Write([][]byte{testFrame(1, 100), testFrame(2, 100), testFrame(3, 100)}, 0); err != nil {
+			t.Fatal(err)
+		}
+		// The second record's length, as a broken peer would write it.
+		binary.LittleEndian.PutUint32(a.tx.data[recordSize(100):], bad)
+		rb := [][]byte{make([]byte, 200), make([]byte, 200), make([]byte, 200)}
+		n, err := b.Read(rb, make([]int, 3), 0)
+		if n != 1 || err == nil || b.Corrupt.Load() != 1 {
+			t.Fatalf("length %#x: read %d frames, err %v, corrupt %d", bad, n, err, b.Corrupt.Load())
+		}
+		a.Close()
+		b.Close()
+	}
+	// A head further ahead of the tail than the ring holds is an error,
+	// not a read of stale records.
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	atomic.StoreUint32(a.tx.head, atomic.LoadUint32(a.tx.tail)+shmRingBytes+64)
+	if _, err := b.Read([][]byte{make([]byte, 100)}, make([]int, 1), 0); err == nil {
+		t.Fatal("a ring overrun was read as frames")
+	}
+}
+
+// TestShmOversize: a frame larger than frame.MaxFrame is refused by Write
+// and by TryWrite, and the link goes on.
+func TestShmOversize(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	if n, err := a.Write([][]byte{testFrame(1, 60), testFrame(2, 9700)}, 0); n != 1 || err == nil {
+		t.Fatalf("Write of an oversize frame: %d, %v", n, err)
+	}
+	if a.TryWrite(testFrame(3, 9700)) {
+		t.Fatal("TryWrite took an oversize frame")
+	}
+	if !a.TryWrite(testFrame(4, 60)) {
+		t.Fatal("TryWrite refused a frame on an empty ring")
+	}
+	got := readAll(t, b, 2)
+	if !bytes.Equal(got[0], testFrame(1, 60)) || !bytes.Equal(got[1], testFrame(4, 60)) {
+		t.Fatal("frames differ")
+	}
+}
+
+// TestShmJoinNotShm: ShmJoin on a socket whose peer sends an ordinary frame
+// fails with a message, and closes the socket.
+func TestShmJoinNotShm(t *testing.T) {
+	a, b, err := SeqpacketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if _, err := a.Write([][]byte{testFrame(1, 60)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ShmJoin(b); err == nil {
+		t.Fatal("joined a link that sent a frame")
+	}
+	a.Close()
+	c, d, err := SeqpacketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if _, err := ShmJoin(d); err == nil {
+		t.Fatal("joined a closed peer")
+	}
+}
