@@ -224,9 +224,10 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	say("created %d namespaces (%s-*)", len(plan.nodes), NamespacePrefix+spec.Name)
 
 	// 4. Daemons: switches first (they listen), then NICs (they dial).
+	env := daemonEnv(len(plan.daemons()))
 	for _, pn := range plan.daemons() {
 		d := pn.daemon
-		p, err := s.Start(ProcSpec{Name: d.name, Namespace: pn.namespace, Path: bins[d.binary], Args: d.args})
+		p, err := s.Start(ProcSpec{Name: d.name, Namespace: pn.namespace, Path: bins[d.binary], Args: d.args, Env: env})
 		if err != nil {
 			return l, fmt.Errorf("node %s: %w", pn.node.Name, err)
 		}
