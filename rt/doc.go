@@ -2,8 +2,9 @@
 // nic): a wall clock with an optional time-dilation factor (Clock), an
 // event loop that serializes frame arrivals, timer callbacks and posted
 // functions onto one goroutine (Loop), ports that connect a Loop to a link
-// transport (Port), the transports a daemon's ports use (Seqpacket: unix
-// SOCK_SEQPACKET between processes; UDP: between machines; TAP: towards a
+// transport (Port), the transports a daemon's ports use (Shm: rings in
+// shared memory between processes, set up over a unix SOCK_SEQPACKET
+// socket; Seqpacket: that socket alone; UDP: between machines; TAP: towards a
 // namespace's kernel, with TSO/GSO segmentation and checksum offload
 // towards us and segment merging into GSO frames towards the kernel), and
 // a pacer that releases frames at a link rate (Pacer).
@@ -13,6 +14,13 @@
 // goroutine. Each Port has one reader and one writer goroutine
 // (RoutineRead, RoutineWrite); frames cross between them and the loop by
 // channel hand-off, never shared.
+//
+// Shm moves a frame between processes with a copy into a ring and one out
+// of it; a port whose writer has nothing queued writes into the ring from
+// the loop itself (Shm.TryWrite), so a frame crossing a switch costs one
+// copy in, one copy out and no goroutine hand-off on the way out. A side
+// only sleeps (on an eventfd, through the poller) when its ring is empty
+// or full, and the other side only notifies a side that said it sleeps.
 //
 // I/O is batch-shaped as in wireguard-go's tun.Device and conn.Bind: a Read
 // or Write moves a slice of frames, even where the backend moves one per

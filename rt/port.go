@@ -232,7 +232,9 @@ func (p *Port) receive(b *rxBatch) {
 }
 
 // Transmit queues f for the writer and returns it to its pool: it
-// implements the engines' PortTx. Loop goroutine only. A full queue drops
+// implements the engines' PortTx. Loop goroutine only. On a link that
+// takes a frame without waiting (a Shm) and while the writer has nothing
+// queued, it writes f itself instead. A full queue drops
 // the frame (TxQueueDrops): the engine transmits at the link rate, so the
 // queue only fills when the transport cannot keep up.
 func (p *Port) Transmit(f *frame.Frame) {

@@ -88,6 +88,12 @@ type ring struct {
 	dataEv, roomEv *os.File // eventfds: "frames ready" toward the consumer, "room" toward the producer
 	dataFd, roomFd int
 	buf8           [8]byte
+	// pos is this side's own position (head of the ring it produces on,
+	// tail of the one it consumes), kept here and only stored to the
+	// shared word: the peer can write anything into shared memory, so
+	// offsets are never computed from a word it could have changed except
+	// its own, which drain checks.
+	pos uint32
 }
 
 func (r *ring) init(mem []byte, data, room *os.File) {
@@ -340,7 +346,7 @@ func (s *Shm) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		if s.closed.Load() {
 			return 0, ErrClosed
 		}
-		tail := atomic.LoadUint32(r.tail)
+		tail := r.pos
 		head := atomic.LoadUint32(r.head)
 		if head != tail {
 			return s.drain(bufs, sizes, offset, head, tail)
@@ -365,6 +371,12 @@ func (s *Shm) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 
 func (s *Shm) drain(bufs [][]byte, sizes []int, offset int, head, tail uint32) (int, error) {
 	r := &s.rx
+	if (head|tail)%shmAlign != 0 {
+		// Records start on cache lines: only a broken peer (or one that
+		// wrote our tail) publishes anything else.
+		s.Corrupt.Add(1)
+		return 0, fmt.Errorf("shared-memory link: ring positions %d and %d are not record boundaries", tail, head)
+	}
 	var errOut error
 	n := 0
 	for tail != head && n < len(bufs) {
@@ -382,6 +394,7 @@ func (s *Shm) drain(bufs [][]byte, sizes []int, offset int, head, tail uint32) (
 			// Only a broken peer writes this; the records after it
 			// cannot be found, so the link ends.
 			s.Corrupt.Add(1)
+			r.pos = tail
 			atomic.StoreUint32(r.tail, tail)
 			return n, fmt.Errorf("shared-memory link: bad record at byte %d of the ring (length %d, %d bytes published)", off, l, avail)
 		}
@@ -393,6 +406,7 @@ func (s *Shm) drain(bufs [][]byte, sizes []int, offset int, head, tail uint32) (
 		}
 		tail += need
 	}
+	r.pos = tail
 	atomic.StoreUint32(r.tail, tail)
 	if atomic.LoadUint32(r.prodSleeping) != 0 && atomic.CompareAndSwapUint32(r.prodSleeping, 1, 0) {
 		notify(r.roomFd)
@@ -417,7 +431,7 @@ func (s *Shm) Write(bufs [][]byte, offset int) (int, error) {
 		if n := len(bufs[sent]) - offset; n > frame.MaxFrame {
 			return sent, fmt.Errorf("shared-memory link: frame of %d bytes, at most %d fit", n, frame.MaxFrame)
 		}
-		head := atomic.LoadUint32(r.head)
+		head := r.pos
 		tail := atomic.LoadUint32(r.tail)
 		start := head
 		for sent < len(bufs) && len(bufs[sent])-offset <= frame.MaxFrame {
@@ -441,6 +455,7 @@ func (s *Shm) Write(bufs [][]byte, offset int) (int, error) {
 			atomic.StoreUint32(r.prodSleeping, 0)
 			continue
 		}
+		r.pos = head
 		atomic.StoreUint32(r.head, head)
 		if atomic.LoadUint32(r.consSleeping) != 0 && atomic.CompareAndSwapUint32(r.consSleeping, 1, 0) {
 			notify(r.dataFd)
@@ -462,10 +477,11 @@ func (s *Shm) TryWrite(b []byte) bool {
 		return false // the writer's path reports it
 	}
 	r := &s.tx
-	head, ok := r.put(atomic.LoadUint32(r.head), atomic.LoadUint32(r.tail), b)
+	head, ok := r.put(r.pos, atomic.LoadUint32(r.tail), b)
 	if !ok {
 		return false
 	}
+	r.pos = head
 	atomic.StoreUint32(r.head, head)
 	if atomic.LoadUint32(r.consSleeping) != 0 && atomic.CompareAndSwapUint32(r.consSleeping, 1, 0) {
 		notify(r.dataFd)

@@ -272,3 +272,44 @@ func TestShmJoinNotShm(t *testing.T) {
 		t.Fatal("joined a closed peer")
 	}
 }
+
+// FuzzShmDrain hands the reader ring contents and positions a broken or
+// hostile peer could publish: it must deliver frames that fit, or end the
+// link with an error, never read outside the ring or panic.
+func FuzzShmDrain(f *testing.F) {
+	rec := func(n int) []byte {
+		b := make([]byte, recordSize(n))
+		binary.LittleEndian.PutUint32(b, uint32(n))
+		return b
+	}
+	f.Add(rec(60), uint32(0), recordSize(60))
+	f.Add(append(rec(100), rec(9600)...), uint32(0), recordSize(100)+recordSize(9600))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff}, uint32(shmRingBytes-64), uint32(shmRingBytes+64))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff}, uint32(0), uint32(64))
+	f.Add(rec(1<<20), uint32(0), uint32(1<<21))
+	f.Add([]byte{}, uint32(5), uint32(3))
+	a, b := shmPair(f)
+	defer a.Close()
+	defer b.Close()
+	bufs := make([][]byte, 8)
+	for i := range bufs {
+		bufs[i] = make([]byte, 1600) // smaller than a jumbo: ErrFrameTooLarge too
+	}
+	sizes := make([]int, len(bufs))
+	f.Fuzz(func(t *testing.T, data []byte, tail, head uint32) {
+		// The peer's bytes at the tail's place in the ring.
+		off := int(tail % shmRingBytes)
+		n := copy(a.tx.data[off:], data)
+		copy(a.tx.data, data[n:])
+		k, err := b.drain(bufs, sizes, 16, head, tail)
+		if k < 0 || k > len(bufs) {
+			t.Fatalf("%d frames", k)
+		}
+		for i := range k {
+			if sizes[i] <= 0 || sizes[i] > len(bufs[i])-16 {
+				t.Fatalf("frame %d: size %d", i, sizes[i])
+			}
+		}
+		_ = err
+	})
+}
