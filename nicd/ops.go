@@ -158,6 +158,7 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		m["link_rx_bytes"] = c.RxBytes.Load()
 		m["link_tx_frames"] = c.TxFrames.Load()
 		m["link_tx_bytes"] = c.TxBytes.Load()
+		m["link_tx_direct"] = c.TxDirect.Load()
 		m["link_tx_queue_drops"] = c.TxQueueDrops.Load()
 		m["link_tx_errors"] = c.TxErrors.Load()
 		m["link_rx_too_large"] = c.RxTooLarge.Load()

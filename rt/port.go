@@ -43,6 +43,7 @@ type PortConfig struct {
 type PortCounters struct {
 	RxFrames, RxBytes atomic.Uint64
 	TxFrames, TxBytes atomic.Uint64
+	TxDirect          atomic.Uint64 // of TxFrames: written from the loop (Shm.TryWrite), not by the writer
 	RxTooLarge        atomic.Uint64 // frames dropped: larger than a frame buffer
 	TxQueueDrops      atomic.Uint64 // frames dropped: the writer's queue was full
 	TxErrors          atomic.Uint64 // frames the transport refused
@@ -242,6 +243,7 @@ func (p *Port) Transmit(f *frame.Frame) {
 	// frame written now cannot overtake one.
 	if p.direct != nil && len(p.txFree) == cap(p.txFree) && p.direct.TryWrite(f.Data) {
 		p.Counters.TxFrames.Add(1)
+		p.Counters.TxDirect.Add(1)
 		p.Counters.TxBytes.Add(uint64(len(f.Data)))
 		f.Put()
 		return

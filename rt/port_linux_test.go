@@ -23,11 +23,27 @@ func TestPortEcho(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	testPortEcho(t, x, y)
+}
+
+// TestPortEchoShm is TestPortEcho over shared-memory rings: most frames take
+// Transmit's direct path (written from the loop), the rest the writer's;
+// all arrive, in order.
+func TestPortEchoShm(t *testing.T) {
+	goroutineLeakCheck(t)
+	x, y := shmPair(t)
+	pa, pb := testPortEcho(t, x, y)
+	if pa.Counters.TxDirect.Load() == 0 || pb.Counters.TxDirect.Load() == 0 {
+		t.Errorf("no frame took the direct path: A %d, B %d", pa.Counters.TxDirect.Load(), pb.Counters.TxDirect.Load())
+	}
+}
+
+func testPortEcho(t *testing.T, x, y Link) (pa, pb *Port) {
+	var err error
 	la, lb := NewLoop(NewClock(1)), NewLoop(NewClock(1))
 	t.Cleanup(la.Close)
 	t.Cleanup(lb.Close)
 
-	var pb *Port
 	bSeen := 0 // B's engine state: loop B goroutine only
 	var logMu sync.Mutex
 	var logs []string
@@ -50,7 +66,7 @@ func TestPortEcho(t *testing.T) {
 	}
 	const n = 1000
 	got := make(chan []byte, n)
-	pa, err := la.Attach(x, PortConfig{Index: 1, Deliver: func(fs []*frame.Frame) {
+	pa, err = la.Attach(x, PortConfig{Index: 1, Deliver: func(fs []*frame.Frame) {
 		for _, f := range fs {
 			got <- bytes.Clone(f.Data)
 			f.Put()
@@ -117,6 +133,7 @@ func TestPortEcho(t *testing.T) {
 			t.Errorf("log lacks %q: %q", want, logs)
 		}
 	}
+	return pa, pb
 }
 
 // goroutineLeakCheck fails the test if goroutines it started outlive it

@@ -94,6 +94,9 @@ type ring struct {
 	// offsets are never computed from a word it could have changed except
 	// its own, which drain checks.
 	pos uint32
+	// published is the head last stored to the shared word (producer
+	// side).
+	published uint32
 }
 
 func (r *ring) init(mem []byte, data, room *os.File) {
@@ -456,10 +459,7 @@ func (s *Shm) Write(bufs [][]byte, offset int) (int, error) {
 			continue
 		}
 		r.pos = head
-		atomic.StoreUint32(r.head, head)
-		if atomic.LoadUint32(r.consSleeping) != 0 && atomic.CompareAndSwapUint32(r.consSleeping, 1, 0) {
-			notify(r.dataFd)
-		}
+		s.publish()
 	}
 	return sent, nil
 }
@@ -482,11 +482,23 @@ func (s *Shm) TryWrite(b []byte) bool {
 		return false
 	}
 	r.pos = head
-	atomic.StoreUint32(r.head, head)
+	s.publish()
+	return true
+}
+
+// publish makes the send ring's records up to pos visible and wakes the
+// consumer if it sleeps. Holding wmu. The store is a full fence (an XCHG
+// on amd64), which the handshake with consSleeping needs.
+func (s *Shm) publish() {
+	r := &s.tx
+	if r.pos == r.published {
+		return
+	}
+	r.published = r.pos
+	atomic.StoreUint32(r.head, r.pos)
 	if atomic.LoadUint32(r.consSleeping) != 0 && atomic.CompareAndSwapUint32(r.consSleeping, 1, 0) {
 		notify(r.dataFd)
 	}
-	return true
 }
 
 // Close implements Link: it ends the socket (the peer's Read then gives

@@ -86,6 +86,7 @@ type portStats struct {
 type trStats struct {
 	RxFrames, RxBytes, TxFrames, TxBytes uint64
 	RxTooLarge, TxQueueDrops, TxErrors   uint64
+	TxDirect                             uint64
 }
 
 func (s *trStats) add(c *rt.PortCounters) {
@@ -96,6 +97,7 @@ func (s *trStats) add(c *rt.PortCounters) {
 	s.RxTooLarge += c.RxTooLarge.Load()
 	s.TxQueueDrops += c.TxQueueDrops.Load()
 	s.TxErrors += c.TxErrors.Load()
+	s.TxDirect += c.TxDirect.Load()
 }
 
 // transport is the transport counters so far.
