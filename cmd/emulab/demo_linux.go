@@ -197,11 +197,11 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 		}
 		if t.test == "write_bw" && ib {
 			fmt.Fprintf(stdout, " (an IB sender may have only the receiver's VL buffer in flight until its credits come\n"+
-				"  back; across processes that round trip takes about a millisecond, so a few hundred Mb/s;\n"+
+				"  back; across processes that round trip takes hundreds of microseconds, so about a Gb/s;\n"+
 				"  docs/performance.md explains it; in emulab sim the same engine runs at line rate)\n")
 		} else if t.test == "write_bw" && len(a.Ports) > 0 && a.Ports[0].Link != nil {
-			fmt.Fprintf(stdout, " (the lab's links are %s; the daemons move what this machine's cores allow, a few\n"+
-				"  Gb/s on a laptop, and the fabric then acts as behind a slower link: the switch's queues\n"+
+			fmt.Fprintf(stdout, " (the lab's links are %s; the daemons move what this machine's cores allow, about\n"+
+				"  10 Gb/s on two cores, and the fabric then acts as behind a slower link: the switch's queues\n"+
 				"  fill, PFC and ECN react, nothing is lost; docs/performance.md has the figures)\n",
 				lab.FormatRate(a.Ports[0].Link.Rate))
 		}
