@@ -20,7 +20,12 @@
 #     of B's namespace, /proc/net/snmp: queued to the socket or dropped
 #     because its buffer was full), whether or not a receiver kept up; for
 #     iperf3 also what its receiver read (its report: total - lost),
-#   - ping RTT, the average of 50 pings at 10 ms intervals.
+#   - ping RTT, the average of 50 pings at 10 ms intervals; then, with
+#     every switch still running, --rtt-rounds rounds of 10 pings through
+#     each switch in turn (the order rotating), so that the machine's
+#     drift over the run (a virtual machine's neighbours, its vCPUs'
+#     wake-ups) weighs on every switch alike: mean and median of all
+#     those samples per switch.
 # It prints a markdown table on stdout and, with --json FILE, writes the
 # figures as JSON too.
 #
@@ -32,6 +37,7 @@
 # touches the interfaces of the namespace it is started from.
 #
 # Usage: sudo bench/switch_compare.sh [--time SECONDS] [--json FILE] [--only emuswitch,vde,bridge]
+#                                    [--rtt-rounds N]
 #
 # With EMUSWITCH_BASELINE=/path/to/an/older/emuswitch a fourth row
 # measures that binary in the same run (first, in namespaces of its own):
@@ -41,16 +47,19 @@ set -euo pipefail
 SECS=10
 JSON=""
 ONLY="emuswitch,vde,bridge"
+RTT_ROUNDS=20
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	--time) SECS="$2"; shift 2 ;;
 	--json) JSON="$2"; shift 2 ;;
 	--only) ONLY="$2"; shift 2 ;;
-	-h | --help) sed -n '2,39p' "$0"; exit 0 ;;
+	--rtt-rounds) RTT_ROUNDS="$2"; shift 2 ;;
+	-h | --help) sed -n '2,44p' "$0"; exit 0 ;;
 	*) echo "switch_compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
 [[ "$SECS" =~ ^[0-9]+$ ]] || { echo "switch_compare.sh: --time $SECS: a whole number of seconds" >&2; exit 2; }
+[[ "$RTT_ROUNDS" =~ ^[0-9]+$ ]] || { echo "switch_compare.sh: --rtt-rounds $RTT_ROUNDS: a whole number" >&2; exit 2; }
 
 if [[ $(id -u) -ne 0 ]]; then
 	echo "switch_compare.sh: needs root (network namespaces, TAP devices)" >&2
@@ -144,6 +153,9 @@ mac() { ip netns exec "$1" cat "/sys/class/net/$2/address"; }
 measure() {
 	local name=$1 a=$2 ifa=$3 b=$4 ifb=$5 src=$6 dst=$7 out rtt tcp fwd pps rd srv in0 in1
 	wait_ping "$a" "$dst"
+	PING_NAMES+=("$name")
+	PING_NS[$name]=$a
+	PING_DST[$name]=$dst
 	out=$(ip netns exec "$a" ping -c 50 -i 0.01 -q "$dst")
 	rtt=$(awk -F'[/ ]' '/^rtt|^round-trip/ {print $8}' <<<"$out")
 
@@ -222,7 +234,7 @@ run_emuswitch() {
 	addr "$b" eth0 "10.77.$net.2/24"
 	measure "$name" "$a" eth0 "$b" eth0 "10.77.$net.1" "10.77.$net.2"
 	printf -v "RSS_$name" '%s' "$(awk '/^VmHWM:/ { printf "%.1f", $2 / 1024 }' "/proc/${PIDS[-1]}/status" 2>/dev/null || echo NA)"
-	kill "${PIDS[-1]}"
+	# Left running for the interleaved RTT rounds; cleanup stops it.
 }
 
 run_vde() {
@@ -241,7 +253,6 @@ run_vde() {
 	addr "$a" vdeA 10.77.2.1/24
 	addr "$b" vdeB 10.77.2.2/24
 	measure vde "$a" vdeA "$b" vdeB 10.77.2.1 10.77.2.2
-	kill "${PIDS[-1]}"
 }
 
 run_bridge() {
@@ -267,12 +278,36 @@ R_emuswitch_tcp=NA R_emuswitch_fwd=NA R_emuswitch_pps=NA R_emuswitch_rd=NA R_emu
 R_baseline_tcp=NA R_baseline_fwd=NA R_baseline_pps=NA R_baseline_rd=NA R_baseline_rtt=NA RSS_baseline=NA
 R_vde_tcp=NA R_vde_fwd=NA R_vde_pps=NA R_vde_rd=NA R_vde_rtt=NA
 R_bridge_tcp=NA R_bridge_fwd=NA R_bridge_pps=NA R_bridge_rd=NA R_bridge_rtt=NA
+PING_NAMES=()
+declare -A PING_NS PING_DST
 [[ -n "${EMUSWITCH_BASELINE:-}" ]] && run_emuswitch baseline "$EMUSWITCH_BASELINE" 4
 [[ ",$ONLY," == *,emuswitch,* ]] && run_emuswitch emuswitch "$EMU" 1
 [[ ",$ONLY," == *,vde,* ]] && run_vde
 [[ ",$ONLY," == *,bridge,* ]] && run_bridge
 
 ratio() { awk -v x="$1" -v y="$2" 'BEGIN { if (x == "NA" || y == "NA" || y == 0) print "NA"; else printf "%.2fx", x / y }'; }
+
+# Interleaved RTT: every switch is still up; each round pings through each
+# of them in turn, starting one further along each round.
+n=${#PING_NAMES[@]}
+if ((RTT_ROUNDS > 0 && n > 0)); then
+	log "interleaved ping: $RTT_ROUNDS rounds of 10 pings through each of ${PING_NAMES[*]}"
+	for r in $(seq 0 $((RTT_ROUNDS - 1))); do
+		for k in $(seq 0 $((n - 1))); do
+			name=${PING_NAMES[$(((r + k) % n))]}
+			ip netns exec "${PING_NS[$name]}" ping -c 10 -i 0.01 "${PING_DST[$name]}" |
+				sed -nE 's/.*time=([0-9.]+) ms.*/\1/p' >>"$TMP/rtt-$name"
+		done
+	done
+fi
+# rtt_stat NAME mean|median: of the interleaved samples, in ms.
+rtt_stat() {
+	[[ -s "$TMP/rtt-$1" ]] || { echo NA; return; }
+	sort -g "$TMP/rtt-$1" | awk -v what="$2" '{ v[NR] = $1; s += $1 } END {
+		if (what == "mean") printf "%.3f", s / NR
+		else if (NR % 2) printf "%.3f", v[(NR + 1) / 2]
+		else printf "%.3f", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
 echo "| switch | iperf3 TCP (Gb/s) | UDP 64 B to host B, trafgen (pps) | UDP 64 B to host B, iperf3 (pps) | UDP 64 B read by iperf3 (pps) | ping RTT avg (ms) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
@@ -285,6 +320,19 @@ echo "| Linux bridge (veth) | $R_bridge_tcp | $R_bridge_fwd | $R_bridge_pps | $R
 echo "| emuswitch / vde_switch | $(ratio "$R_emuswitch_tcp" "$R_vde_tcp") | $(ratio "$R_emuswitch_fwd" "$R_vde_fwd") | $(ratio "$R_emuswitch_pps" "$R_vde_pps") | $(ratio "$R_emuswitch_rd" "$R_vde_rd") | $(ratio "$R_emuswitch_rtt" "$R_vde_rtt") |"
 echo
 echo "$(nproc) CPUs, kernel $(uname -r), ${SECS} s per iperf3 run, 50 pings at 10 ms, MTU 1500; emuswitch peak RSS ${RSS_emuswitch} MiB."
+if ((RTT_ROUNDS > 0 && n > 0)); then
+	echo
+	echo "Interleaved ping RTT ($RTT_ROUNDS rounds of 10 pings at 10 ms through each switch in turn):"
+	echo
+	echo "| switch | samples | mean (ms) | median (ms) |"
+	echo "| --- | ---: | ---: | ---: |"
+	for name in "${PING_NAMES[@]}"; do
+		echo "| $name | $(wc -l <"$TMP/rtt-$name") | $(rtt_stat "$name" mean) | $(rtt_stat "$name" median) |"
+	done
+	if [[ -s "$TMP/rtt-emuswitch" && -s "$TMP/rtt-vde" ]]; then
+		echo "| emuswitch / vde_switch | | $(ratio "$(rtt_stat emuswitch mean)" "$(rtt_stat vde mean)") | $(ratio "$(rtt_stat emuswitch median)" "$(rtt_stat vde median)") |"
+	fi
+fi
 
 if [[ -n "$JSON" ]]; then
 	q() { [[ "$1" == NA ]] && echo null || echo "$1"; }
@@ -295,9 +343,9 @@ if [[ -n "$JSON" ]]; then
 		  "kernel": "$(uname -r)",
 		  "emuswitch_peak_rss_mib": $(q "$RSS_emuswitch"),
 		  "emuswitch_baseline": $([[ -n "${EMUSWITCH_BASELINE:-}" ]] && echo "{\"tcp_gbps\": $(q "$R_baseline_tcp"), \"udp64_trafgen_pps\": $(q "$R_baseline_fwd"), \"udp64_pps\": $(q "$R_baseline_pps"), \"udp64_read_pps\": $(q "$R_baseline_rd"), \"rtt_ms\": $(q "$R_baseline_rtt")}" || echo null),
-		  "emuswitch": {"tcp_gbps": $(q "$R_emuswitch_tcp"), "udp64_trafgen_pps": $(q "$R_emuswitch_fwd"), "udp64_pps": $(q "$R_emuswitch_pps"), "udp64_read_pps": $(q "$R_emuswitch_rd"), "rtt_ms": $(q "$R_emuswitch_rtt")},
-		  "vde_switch": {"tcp_gbps": $(q "$R_vde_tcp"), "udp64_trafgen_pps": $(q "$R_vde_fwd"), "udp64_pps": $(q "$R_vde_pps"), "udp64_read_pps": $(q "$R_vde_rd"), "rtt_ms": $(q "$R_vde_rtt")},
-		  "bridge": {"tcp_gbps": $(q "$R_bridge_tcp"), "udp64_trafgen_pps": $(q "$R_bridge_fwd"), "udp64_pps": $(q "$R_bridge_pps"), "udp64_read_pps": $(q "$R_bridge_rd"), "rtt_ms": $(q "$R_bridge_rtt")}
+		  "emuswitch": {"tcp_gbps": $(q "$R_emuswitch_tcp"), "udp64_trafgen_pps": $(q "$R_emuswitch_fwd"), "udp64_pps": $(q "$R_emuswitch_pps"), "udp64_read_pps": $(q "$R_emuswitch_rd"), "rtt_ms": $(q "$R_emuswitch_rtt"), "rtt_interleaved_mean_ms": $(q "$(rtt_stat emuswitch mean)"), "rtt_interleaved_median_ms": $(q "$(rtt_stat emuswitch median)")},
+		  "vde_switch": {"tcp_gbps": $(q "$R_vde_tcp"), "udp64_trafgen_pps": $(q "$R_vde_fwd"), "udp64_pps": $(q "$R_vde_pps"), "udp64_read_pps": $(q "$R_vde_rd"), "rtt_ms": $(q "$R_vde_rtt"), "rtt_interleaved_mean_ms": $(q "$(rtt_stat vde mean)"), "rtt_interleaved_median_ms": $(q "$(rtt_stat vde median)")},
+		  "bridge": {"tcp_gbps": $(q "$R_bridge_tcp"), "udp64_trafgen_pps": $(q "$R_bridge_fwd"), "udp64_pps": $(q "$R_bridge_pps"), "udp64_read_pps": $(q "$R_bridge_rd"), "rtt_ms": $(q "$R_bridge_rtt"), "rtt_interleaved_mean_ms": $(q "$(rtt_stat bridge mean)"), "rtt_interleaved_median_ms": $(q "$(rtt_stat bridge median)")}
 		}
 	EOF
 	log "wrote $JSON"
