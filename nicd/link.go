@@ -80,11 +80,13 @@ func (d *Daemon) accept(ln *rt.SeqpacketListener) {
 		}
 		link, err := d.linkOver(sp, true)
 		if err != nil {
-			// The peer left before taking the rings: wait for the next.
+			// The peer left before taking the rings, or is not using
+			// them: wait for the next, and say why in the status.
 			d.log.Printf("port %s: %v", d.uri, err)
 			if ln = d.listenAgain(); ln == nil {
 				return
 			}
+			d.setLink(LinkWaiting, err)
 			continue
 		}
 		ok := d.loop.Post(func() {

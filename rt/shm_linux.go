@@ -81,13 +81,19 @@ const (
 // at 2^32, which shmRingBytes divides. The sleeping words are set by the
 // side going to sleep and cleared by whoever wakes it.
 type ring struct {
-	head, tail     *uint32
-	consSleeping   *uint32
-	prodSleeping   *uint32
-	data           []byte
-	dataEv, roomEv *os.File // eventfds: "frames ready" toward the consumer, "room" toward the producer
-	dataFd, roomFd int
-	buf8           [8]byte
+	head, tail   *uint32
+	consSleeping *uint32
+	prodSleeping *uint32
+	data         []byte
+	// The ring's two eventfds: "frames ready" (the producer notifies, the
+	// consumer waits) and "room" (the other way round). The one this side
+	// waits on is an *os.File read through the runtime's poller; the one it
+	// notifies is a raw descriptor, kept out of the poller (it would wake
+	// this side's poller at every notification) and never passed through
+	// os.File.Fd, which would switch the shared open file to blocking mode.
+	waitEv   *os.File
+	notifyFd int
+	buf8     [8]byte
 	// pos is this side's own position (head of the ring it produces on,
 	// tail of the one it consumes), kept here and only stored to the
 	// shared word: the peer can write anything into shared memory, so
@@ -99,14 +105,13 @@ type ring struct {
 	published uint32
 }
 
-func (r *ring) init(mem []byte, data, room *os.File) {
+func (r *ring) init(mem []byte, waitEv *os.File, notifyFd int) {
 	r.head = (*uint32)(unsafe.Pointer(&mem[0]))
 	r.tail = (*uint32)(unsafe.Pointer(&mem[64]))
 	r.consSleeping = (*uint32)(unsafe.Pointer(&mem[128]))
 	r.prodSleeping = (*uint32)(unsafe.Pointer(&mem[192]))
 	r.data = mem[shmCtl:shmRingSize:shmRingSize]
-	r.dataEv, r.roomEv = data, room
-	r.dataFd, r.roomFd = int(data.Fd()), int(room.Fd())
+	r.waitEv, r.notifyFd = waitEv, notifyFd
 }
 
 func recordSize(n int) uint32 {
@@ -143,10 +148,18 @@ func notify(fd int) {
 	unix.Write(fd, one[:])
 }
 
-// wait blocks on an eventfd through the runtime's poller and drains it.
-func (r *ring) wait(f *os.File) error {
-	_, err := f.Read(r.buf8[:])
+// wait blocks on this side's eventfd of the ring through the runtime's
+// poller and drains it.
+func (r *ring) wait() error {
+	_, err := r.waitEv.Read(r.buf8[:])
 	return err
+}
+
+// wake adds one to this side's own eventfd of the ring (the watcher wakes
+// a sleeper that must see the peer gone).
+func (r *ring) wake() {
+	var one = [8]byte{1}
+	r.waitEv.Write(one[:])
 }
 
 // ShmCreate makes the rings of a new link and hands them to the peer over
@@ -162,13 +175,18 @@ func ShmCreate(sp *Seqpacket) (*Shm, error) {
 }
 
 func shmCreate(sp *Seqpacket) (*Shm, error) {
-	mfd, err := unix.MemfdCreate("emufabric-link", unix.MFD_CLOEXEC)
+	mfd, err := unix.MemfdCreate("emufabric-link", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return nil, os.NewSyscallError("memfd_create", err)
 	}
 	defer unix.Close(mfd)
 	if err := unix.Ftruncate(mfd, 2*shmRingSize); err != nil {
 		return nil, os.NewSyscallError("ftruncate", err)
+	}
+	// Sealed at its size: a peer that truncated the memory would make our
+	// next access to the rings a SIGBUS, which no recover catches.
+	if _, err := unix.FcntlInt(uintptr(mfd), unix.F_ADD_SEALS, shmSeals); err != nil {
+		return nil, os.NewSyscallError("fcntl F_ADD_SEALS", err)
 	}
 	var efds [4]int
 	for i := range efds {
@@ -184,6 +202,12 @@ func shmCreate(sp *Seqpacket) (*Shm, error) {
 	rights := unix.UnixRights(mfd, efds[0], efds[1], efds[2], efds[3])
 	err = sendSetup(sp, rights)
 	if err == nil {
+		// The joiner answers once it has mapped the rings: a peer that
+		// is not one (a plain seqpacket URI at the other end) is found
+		// out here, not by traffic lost in rings nobody reads.
+		err = waitAck(sp)
+	}
+	if err == nil {
 		var s *Shm
 		// Ring 0 carries creator -> joiner frames.
 		if s, err = newShm(sp, mfd, efds, 0); err == nil {
@@ -194,6 +218,26 @@ func shmCreate(sp *Seqpacket) (*Shm, error) {
 		unix.Close(fd)
 	}
 	return nil, err
+}
+
+// shmSeals fix the ring memory's size for its life.
+const shmSeals = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_SEAL
+
+// waitAck reads the joiner's answer to the setup.
+func waitAck(sp *Seqpacket) error {
+	if err := sp.conn.SetReadDeadline(time.Now().Add(shmSetupTimeout)); err != nil {
+		return err
+	}
+	b := make([]byte, 64)
+	n, err := sp.conn.Read(b)
+	sp.conn.SetReadDeadline(time.Time{})
+	switch {
+	case err != nil:
+		return fmt.Errorf("waiting for the peer to take the rings: %w", err)
+	case string(b[:n]) != shmMagic:
+		return fmt.Errorf("the peer answered the ring setup with a %d-byte message, not the setup's acknowledgement (is its end of the link a plain seqpacket URI?)", n)
+	}
+	return nil
 }
 
 func sendSetup(sp *Seqpacket, rights []byte) error {
@@ -256,13 +300,24 @@ func shmJoin(sp *Seqpacket) (*Shm, error) {
 		}
 		return nil, fmt.Errorf("the peer's ring memory is %d bytes, want %d (another emufabric version?)", st.Size, 2*shmRingSize)
 	}
+	if seals, err := unix.FcntlInt(uintptr(fds[0]), unix.F_GET_SEALS, 0); err != nil || seals&shmSeals != shmSeals {
+		for _, fd := range fds[1:] {
+			unix.Close(fd)
+		}
+		return nil, fmt.Errorf("the peer's ring memory is not sealed at its size (seals %#x)", seals)
+	}
 	s, err := newShm(sp, fds[0], [4]int(fds[1:5]), 1)
 	if err != nil {
 		for _, fd := range fds[1:] {
 			unix.Close(fd)
 		}
+		return nil, err
 	}
-	return s, err
+	if _, err := sp.conn.Write([]byte(shmMagic)); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("acknowledging the peer's rings: %w", err)
+	}
+	return s, nil
 }
 
 // ShmOver makes a freshly connected Seqpacket a Shm link: the side that
@@ -299,18 +354,17 @@ func newShm(sp *Seqpacket, mfd int, efds [4]int, side int) (*Shm, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("mmap", err)
 	}
-	var files [4]*os.File
-	for i, fd := range efds {
-		files[i] = os.NewFile(uintptr(fd), "eventfd") // non-blocking: Read parks in the poller
-	}
+	// efds: ring 0's data and room, ring 1's data and room. A producer
+	// waits for room and notifies data; a consumer the other way round.
+	wait := func(fd int) *os.File { return os.NewFile(uintptr(fd), "eventfd") } // non-blocking: Read parks in the poller
 	s := &Shm{sp: sp, mem: mem}
 	r0, r1 := mem[:shmRingSize:shmRingSize], mem[shmRingSize:]
 	if side == 0 {
-		s.tx.init(r0, files[0], files[1])
-		s.rx.init(r1, files[2], files[3])
+		s.tx.init(r0, wait(efds[1]), efds[0])
+		s.rx.init(r1, wait(efds[2]), efds[3])
 	} else {
-		s.rx.init(r0, files[0], files[1])
-		s.tx.init(r1, files[2], files[3])
+		s.rx.init(r0, wait(efds[0]), efds[1])
+		s.tx.init(r1, wait(efds[3]), efds[2])
 	}
 	s.watchWG.Add(1)
 	go s.watch()
@@ -318,21 +372,16 @@ func newShm(sp *Seqpacket, mfd int, efds [4]int, side int) (*Shm, error) {
 }
 
 // watch waits for the socket's end: the peer closed its link or died.
-// Nothing else is sent on the socket after the setup; a stray message is
-// read and ignored.
+// Nothing is sent on the socket after the setup and its acknowledgement: a
+// message is a peer that does not use the rings, and ends the link too.
 func (s *Shm) watch() {
 	defer s.watchWG.Done()
 	var b [64]byte
-	for {
-		n, err := s.sp.conn.Read(b[:])
-		if err != nil || n == 0 {
-			break
-		}
-	}
+	s.sp.conn.Read(b[:])
 	s.gone.Store(true)
 	// Wake this side's sleepers; they see gone and return.
-	notify(s.rx.dataFd)
-	notify(s.tx.roomFd)
+	s.rx.wake()
+	s.tx.wake()
 }
 
 // BatchSize implements Link.
@@ -355,6 +404,11 @@ func (s *Shm) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			return s.drain(bufs, sizes, offset, head, tail)
 		}
 		if s.gone.Load() {
+			// Look again: the peer may have published its last frames
+			// between the load of head and its end.
+			if atomic.LoadUint32(r.head) != tail {
+				continue
+			}
 			return 0, io.EOF
 		}
 		// Say we sleep, then look again: a producer that published before
@@ -365,7 +419,7 @@ func (s *Shm) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			atomic.StoreUint32(r.consSleeping, 0)
 			continue
 		}
-		if err := r.wait(r.dataEv); err != nil {
+		if err := r.wait(); err != nil {
 			return 0, ErrClosed
 		}
 		atomic.StoreUint32(r.consSleeping, 0)
@@ -412,7 +466,7 @@ func (s *Shm) drain(bufs [][]byte, sizes []int, offset int, head, tail uint32) (
 	r.pos = tail
 	atomic.StoreUint32(r.tail, tail)
 	if atomic.LoadUint32(r.prodSleeping) != 0 && atomic.CompareAndSwapUint32(r.prodSleeping, 1, 0) {
-		notify(r.roomFd)
+		notify(r.notifyFd)
 	}
 	return n, errOut
 }
@@ -431,13 +485,13 @@ func (s *Shm) Write(bufs [][]byte, offset int) (int, error) {
 		if s.gone.Load() {
 			return sent, os.NewSyscallError("shared-memory write", syscall.EPIPE)
 		}
-		if n := len(bufs[sent]) - offset; n > frame.MaxFrame {
-			return sent, fmt.Errorf("shared-memory link: frame of %d bytes, at most %d fit", n, frame.MaxFrame)
+		if n := len(bufs[sent]) - offset; n > frame.MaxFrame || n == 0 {
+			return sent, fmt.Errorf("shared-memory link: frame of %d bytes, want 1 to %d", n, frame.MaxFrame)
 		}
 		head := r.pos
 		tail := atomic.LoadUint32(r.tail)
 		start := head
-		for sent < len(bufs) && len(bufs[sent])-offset <= frame.MaxFrame {
+		for sent < len(bufs) && len(bufs[sent])-offset <= frame.MaxFrame && len(bufs[sent]) > offset {
 			var ok bool
 			if head, ok = r.put(head, tail, bufs[sent][offset:]); !ok {
 				break
@@ -452,7 +506,7 @@ func (s *Shm) Write(bufs [][]byte, offset int) (int, error) {
 				atomic.StoreUint32(r.prodSleeping, 0)
 				continue
 			}
-			if err := r.wait(r.roomEv); err != nil {
+			if err := r.wait(); err != nil {
 				return sent, ErrClosed
 			}
 			atomic.StoreUint32(r.prodSleeping, 0)
@@ -473,7 +527,7 @@ func (s *Shm) TryWrite(b []byte) bool {
 		return false
 	}
 	defer s.wmu.Unlock()
-	if s.closed.Load() || s.gone.Load() || len(b) > frame.MaxFrame {
+	if s.closed.Load() || s.gone.Load() || len(b) > frame.MaxFrame || len(b) == 0 {
 		return false // the writer's path reports it
 	}
 	r := &s.tx
@@ -497,7 +551,7 @@ func (s *Shm) publish() {
 	r.published = r.pos
 	atomic.StoreUint32(r.head, r.pos)
 	if atomic.LoadUint32(r.consSleeping) != 0 && atomic.CompareAndSwapUint32(r.consSleeping, 1, 0) {
-		notify(r.dataFd)
+		notify(r.notifyFd)
 	}
 }
 
@@ -518,9 +572,10 @@ func (s *Shm) Close() error {
 		s.watchWG.Wait()
 		s.rmu.Lock()
 		s.wmu.Lock()
-		for _, f := range []*os.File{s.rx.dataEv, s.rx.roomEv, s.tx.dataEv, s.tx.roomEv} {
-			f.Close()
-		}
+		s.rx.waitEv.Close()
+		s.tx.waitEv.Close()
+		unix.Close(s.rx.notifyFd)
+		unix.Close(s.tx.notifyFd)
 		unix.Munmap(s.mem)
 		s.mem = nil
 		s.wmu.Unlock()

@@ -5,9 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // shmPair connects two Shm links over a socketpair, as a listening daemon
@@ -312,4 +315,85 @@ func FuzzShmDrain(f *testing.F) {
 		}
 		_ = err
 	})
+}
+
+// TestShmCreateNotShm: ShmCreate toward a peer that does not take the
+// rings (a plain seqpacket end answering with a frame, or closing) fails
+// instead of reporting a link up whose traffic nobody reads.
+func TestShmCreateNotShm(t *testing.T) {
+	a, b, err := SeqpacketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	go b.Write([][]byte{testFrame(1, 60)}, 0)
+	if _, err := ShmCreate(a); err == nil {
+		t.Fatal("created rings for a peer that answered with a frame")
+	}
+	c, d, err := SeqpacketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go d.Close()
+	if _, err := ShmCreate(c); err == nil {
+		t.Fatal("created rings for a peer that closed")
+	}
+}
+
+// TestShmSealed: a joiner refuses ring memory that is not sealed at its
+// size (a peer's truncation would turn our next access into a SIGBUS), so
+// every shmPair of the other tests proves ShmCreate seals it; sealed, the
+// memory refuses a resize.
+func TestShmSealed(t *testing.T) {
+	fd, err := unix.MemfdCreate("x", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Ftruncate(fd, 2*shmRingSize); err != nil {
+		t.Fatal(err)
+	}
+	// An unsealed memfd of the right size, sent as a creator would.
+	x, y, err := SeqpacketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	var efds [4]int
+	for i := range efds {
+		if efds[i], err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(efds[i])
+	}
+	if err := sendSetup(x, unix.UnixRights(fd, efds[0], efds[1], efds[2], efds[3])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ShmJoin(y); err == nil || !strings.Contains(err.Error(), "sealed") {
+		t.Fatalf("joined unsealed memory: %v", err)
+	}
+	// And the creator's memory refuses a resize.
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, shmSeals); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Ftruncate(fd, 4096); err == nil {
+		t.Fatal("sealed memory was truncated")
+	}
+}
+
+// TestShmZeroLength: an empty frame is refused by the writer (a reader
+// would take its record for corruption).
+func TestShmZeroLength(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	if a.TryWrite(nil) {
+		t.Fatal("TryWrite took an empty frame")
+	}
+	if n, err := a.Write([][]byte{testFrame(1, 60), {}}, 0); n != 1 || err == nil {
+		t.Fatalf("Write of an empty frame: %d, %v", n, err)
+	}
+	if got := readAll(t, b, 1); !bytes.Equal(got[0], testFrame(1, 60)) || b.Corrupt.Load() != 0 {
+		t.Fatal("the frame before the empty one was not delivered intact")
+	}
 }
