@@ -108,7 +108,7 @@ func (d *Daemon) linkOver(sp *rt.Seqpacket, accepted bool) (rt.Link, error) {
 	if !d.uri.Shm {
 		return sp, nil
 	}
-	return rt.ShmOver(sp, accepted)
+	return rt.ShmOver(sp, accepted, d.closing)
 }
 
 // listenAgain listens on the port's path again (the peer went away); nil

@@ -322,8 +322,19 @@ func shmJoin(sp *Seqpacket) (*Shm, error) {
 
 // ShmOver makes a freshly connected Seqpacket a Shm link: the side that
 // accepted the connection creates the rings, the side that dialled joins
-// them (the shm-listen / shm-dial port URIs).
-func ShmOver(sp *Seqpacket, accepted bool) (*Shm, error) {
+// them (the shm-listen / shm-dial port URIs). The setup waits for the peer
+// at most shmSetupTimeout, or until stop is closed (a daemon closing):
+// the socket is then closed under it.
+func ShmOver(sp *Seqpacket, accepted bool, stop <-chan struct{}) (*Shm, error) {
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-stop:
+			sp.Close()
+		case <-done:
+		}
+	}()
 	if accepted {
 		return ShmCreate(sp)
 	}

@@ -397,3 +397,31 @@ func TestShmZeroLength(t *testing.T) {
 		t.Fatal("the frame before the empty one was not delivered intact")
 	}
 }
+
+// TestShmOverStop: a setup waiting for a silent peer gives up when stop
+// is closed (a daemon closing), not after the setup timeout.
+func TestShmOverStop(t *testing.T) {
+	for _, accepted := range []bool{true, false} {
+		a, b, err := SeqpacketPair()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ShmOver(a, accepted, stop)
+			errc <- err
+		}()
+		time.Sleep(20 * time.Millisecond) // let it wait; the test holds either way
+		close(stop)
+		select {
+		case err := <-errc:
+			if err == nil {
+				t.Fatalf("accepted %v: set up without a peer", accepted)
+			}
+		case <-time.After(shmSetupTimeout / 2):
+			t.Fatalf("accepted %v: stop did not end the setup", accepted)
+		}
+		b.Close()
+	}
+}

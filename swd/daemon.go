@@ -416,7 +416,7 @@ func (d *Daemon) dial(ctx context.Context, b *PortBind, timeout time.Duration) (
 				return sp, nil
 			}
 			var s *rt.Shm
-			if s, err = rt.ShmJoin(sp); err == nil {
+			if s, err = rt.ShmOver(sp, false, d.quit); err == nil {
 				return s, nil
 			}
 			d.log.Printf("dial %s: %v", path, err)
@@ -443,7 +443,7 @@ func (d *Daemon) acceptLoop(p *swPort, ln *rt.SeqpacketListener) {
 		}
 		var sp rt.Link = acc
 		if p.bind.Shm {
-			if sp, err = rt.ShmCreate(acc); err != nil {
+			if sp, err = rt.ShmOver(acc, true, d.quit); err != nil {
 				// The peer left before taking the rings (or was not an
 				// emufabric daemon): wait for the next one.
 				d.log.Printf("port %s: %v", p.name, err)
