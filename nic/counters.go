@@ -80,6 +80,7 @@ const (
 	IBVL15Dropped    // vl15_dropped: subnet management packet, dropped (this port runs no SMA)
 	IBVCRCErr        // ib_vcrc_errors: packet with a bad VCRC, dropped
 	IBWrongLID       // ib_wrong_lid: packet for another DLID, dropped
+	IBPortStateDrop  // ib_port_state_drop: data packet while the SMA's port was not yet Armed (IBA 7.2: Init takes SMPs only), dropped
 	IPoIBTxPackets   // ipoib_tx_packets: host packets sent over IPoIB
 	IPoIBRxPackets   // ipoib_rx_packets: IPoIB packets handed to the host
 	IPoIBARPReplies  // ipoib_arp_replies: host ARP requests the NIC answered for a neighbour
@@ -109,7 +110,7 @@ var counterNames = [numCounters]string{
 	"rx_qkey_violation", "rx_pkey_violation", "rx_uc_dropped", "rx_ud_too_long", "req_dup_response",
 	"req_bad_response", "rx_mac_control_errors", "rx_no_host", "tx_queue_dropped", "cq_overflow",
 	"ib_credit_waits", "ib_fc_tx", "ib_fc_rx", "ib_link_errors", "ib_vl_errors", "ib_credit_overrun",
-	"vl15_dropped", "ib_vcrc_errors", "ib_wrong_lid",
+	"vl15_dropped", "ib_vcrc_errors", "ib_wrong_lid", "ib_port_state_drop",
 	"ipoib_tx_packets", "ipoib_rx_packets", "ipoib_arp_replies", "ipoib_no_neighbour", "ipoib_unsupported",
 	"smp_rx", "smp_tx", "smp_malformed", "smp_dropped", "link_downed",
 	"gsi_rx", "gsi_tx", "gsi_unsupported",

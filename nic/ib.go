@@ -159,6 +159,14 @@ func (n *NIC) receiveIB(f *frame.Frame) {
 		f.Put()
 		return
 	}
+	// A port an SM has not armed yet takes SMPs only (IBA 7.2, the
+	// Initialize state): data would be answered (an ACK, a CN) into a
+	// transmitter held until Active.
+	if !n.portReceives() {
+		n.cnt[IBPortStateDrop]++
+		f.Put()
+		return
+	}
 	pc := &n.prio[vl]
 	pc.RxPackets++
 	pc.RxBytes += uint64(len(b))

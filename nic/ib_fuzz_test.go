@@ -13,9 +13,14 @@ import (
 )
 
 // ibFuzzPair is two IB HCAs with IPoIB, an RC and a UD QP each; with sma,
-// b also has a subnet management agent (and so holds its own data until
-// an SM makes it Active, which none does here).
+// b also has a subnet management agent, whose port the SMPs of an SM one
+// hop away make Armed and then Active (a port in Init takes SMPs only).
 func ibFuzzPair(t testing.TB, sma bool) (*pair, *endpoint, *endpoint) {
+	return ibSMAPair(t, sma, sma)
+}
+
+// ibSMAPair is ibFuzzPair with b's port left in Init (no SM) unless active.
+func ibSMAPair(t testing.TB, sma, active bool) (*pair, *endpoint, *endpoint) {
 	cfg := func(lid uint16, peer uint16, sma bool) func(*Config) {
 		return func(c *Config) {
 			c.Fabric, c.LID = FabricIB, lid
@@ -35,7 +40,61 @@ func ibFuzzPair(t testing.TB, sma bool) (*pair, *endpoint, *endpoint) {
 	ua, ub := newTestEndpoint(t, p.a, &o), newTestEndpoint(t, p.b, &o)
 	connect(t, ua, ub, &o)
 	_ = ub.qp.PostRecv(&RecvWR{WRID: 2, SGList: []SGE{{Addr: ub.mr.Addr(), Length: 1024, LKey: ub.mr.LKey()}}})
+	if active {
+		for _, st := range []uint8{mad.PortStateArmed, mad.PortStateActive} {
+			p.b.Receive(setPortStateSMP(t, p, st))
+		}
+		if got := p.b.SMA().PortState(1); got != mad.PortStateActive {
+			t.Fatalf("b's port state %d after the SM's SMPs, want Active", got)
+		}
+	}
 	return p, a, b
+}
+
+// setPortStateSMP is a directed-route Set PortInfo from an SM one hop away
+// that moves the port to state, keeping LID 2.
+func setPortStateSMP(t testing.TB, p *pair, state uint8) *frame.Frame {
+	f := mad.SMPFields{Method: mad.MethodSet, AttributeID: mad.AttrPortInfo, AttrModifier: 1, TransactionID: uint64(state)}
+	mad.DRPath(&f, []uint8{1})
+	mad.PortInfo(f.Data[:mad.PortInfoSize]).Encode(&mad.PortInfoFields{LID: 2, MasterSMLID: 1, PortState: state})
+	smp := make(mad.SMP, mad.Size)
+	smp.Encode(&f)
+	fr := p.pool.Get(mad.PacketSize)
+	if _, err := mad.EncodePacket(fr.Data, &mad.PacketFields{DLID: mad.PermissiveLID, SLID: mad.PermissiveLID}, smp); err != nil {
+		t.Fatal(err)
+	}
+	return fr
+}
+
+// TestIBInitPortDropsData: a port with an SMA that no SM has armed drops
+// data packets (counted) and answers nothing: here a FECN-marked READ
+// request, whose CN would have waited for ever behind the transmitter held
+// until Active (found by FuzzReceiveIB: a leaked frame). Armed, it takes
+// them.
+func TestIBInitPortDropsData(t *testing.T) {
+	p, _, _ := ibSMAPair(t, true, false)
+	p.l.run(10*clock.Microsecond, 1<<16, nil)
+	send := func() {
+		fr := p.pool.Get(42)
+		copy(fr.Data, "\x002\x00\x020\n00\f\x00\xff\xff\x80\x00\x00\x02\x800000000000000000000000000")
+		if err := bth.FinishIBPacket(fr.Data); err != nil {
+			t.Fatal(err)
+		}
+		p.b.Receive(fr)
+		p.l.run(10*clock.Millisecond, 1<<16, nil)
+	}
+	send()
+	if got := p.b.Count(IBPortStateDrop); got != 1 || p.b.Count(NPCNPSent) != 0 {
+		t.Fatalf("in Init: ib_port_state_drop %d, CNs sent %d; want 1, 0", got, p.b.Count(NPCNPSent))
+	}
+	if p.pool.Outstanding != 0 {
+		t.Fatalf("%d frames held", p.pool.Outstanding)
+	}
+	p.b.Receive(setPortStateSMP(t, p, mad.PortStateArmed))
+	send()
+	if got := p.b.Count(IBPortStateDrop); got != 1 || p.b.Count(NPECNMarkedRoCEPackets) != 1 {
+		t.Fatalf("Armed: ib_port_state_drop %d, FECN-marked packets %d; want 1, 1", got, p.b.Count(NPECNMarkedRoCEPackets))
+	}
 }
 
 // ibFuzzSeeds records the packets of a short IB exchange: WRITE, READ,

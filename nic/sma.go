@@ -76,6 +76,13 @@ func (n *NIC) OnPortActive(f func()) {
 	n.sma.active = append(n.sma.active, f)
 }
 
+// portReceives reports whether data packets are taken: always without an
+// SMA, from Armed on with one (IBA 7.2: Armed receives, only Active
+// transmits).
+func (n *NIC) portReceives() bool {
+	return n.sma == nil || n.sma.a.PortState(1) >= mad.PortStateArmed
+}
+
 // portActive reports whether data may flow: always without an SMA,
 // otherwise once the SM made the port Active.
 func (n *NIC) portActive() bool {
