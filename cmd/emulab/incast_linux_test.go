@@ -20,7 +20,8 @@ import (
 )
 
 // A 4:1 incast in real time (testdata/up/incast4.yaml): four emunics
-// write to a fifth through one emuswitch at 1 Gb/s per link, on the
+// write to a fifth through one emuswitch at 1 Gb/s per link (200 Mb/s
+// towards the fifth, see the lab file), on the
 // lossless priority 3 (the NICs' RoCE DSCP 26; the switch maps DSCP 26 to
 // TC 3 and PG 3, pfc_enable "3"). The test captures the switch's ingress
 // ports through its control socket while the flows run and then proves
@@ -33,19 +34,19 @@ import (
 // With EMUFABRIC_KEEP_CAPTURE=DIR the capture is also written to
 // DIR/incast4.pcap (classic pcap, Ethernet) for outside tools.
 
-// incastFlowMessages per sender: 200 x 64 KiB is 52 MB in all, about 0.4 s
-// at the bottleneck's 1 Gb/s.
+// incastFlowMessages per sender: 200 x 64 KiB is 52 MB in all, about 2.1 s
+// at the bottleneck's 200 Mb/s.
 const (
 	incastFlowMessages = 200
 	incastMessageSize  = 65536
 	incastPriority     = 3
-	// incastQPTimeout: the senders' local ACK timeout, 4.096 us x 2^18 =
-	// 1.07 s. The bottleneck queue holds what the four PGs buffer up to
-	// XOFF plus what arrives after it (measured up to 5.2 MB per PG, see
-	// the lab file): tens of MB, hundreds of ms at 1 Gb/s, beyond the
+	// incastQPTimeout: the senders' local ACK timeout, 4.096 us x 2^20 =
+	// 4.3 s. The bottleneck queue holds what the four PGs buffer up to
+	// XOFF plus what arrives after it (up to some 6 MB per PG, see the
+	// lab file): tens of MB, about a second at 200 Mb/s, far beyond the
 	// default 67 ms (2^14), after which a sender would retransmit
 	// messages that are only queued.
-	incastQPTimeout = 18
+	incastQPTimeout = 20
 )
 
 // swCapture is a capture running on a switch's control socket.
@@ -281,7 +282,7 @@ func TestIncastPFC(t *testing.T) {
 		t.Logf("flow %s -> h5: %d x %d bytes in %v (%.3f Gb/s)", senders[i], r.msgs, incastMessageSize,
 			r.last.Sub(r.first).Round(time.Millisecond), float64(r.bytes)*8/r.last.Sub(r.first).Seconds()/1e9)
 	}
-	t.Logf("4:1 incast: %d bytes in %v, %.3f Gb/s at the 1 Gb/s bottleneck", total, took.Round(time.Millisecond), float64(total)*8/took.Seconds()/1e9)
+	t.Logf("4:1 incast: %d bytes in %v, %.3f Gb/s at the 0.2 Gb/s bottleneck", total, took.Round(time.Millisecond), float64(total)*8/took.Seconds()/1e9)
 
 	delta := func(after, before map[string]uint64, k string) uint64 { return after[k] - before[k] }
 	prio := func(f string) string { return fmt.Sprintf(f, incastPriority) }
