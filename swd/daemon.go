@@ -416,7 +416,10 @@ func (d *Daemon) dial(ctx context.Context, b *PortBind, timeout time.Duration) (
 				return sp, nil
 			}
 			var s *rt.Shm
-			if s, err = rt.ShmOver(sp, false, d.quit); err == nil {
+			stop, release := d.stopOn(ctx)
+			s, err = rt.ShmOver(sp, false, stop)
+			release()
+			if err == nil {
 				return s, nil
 			}
 			d.log.Printf("dial %s: %v", path, err)
@@ -426,6 +429,26 @@ func (d *Daemon) dial(ctx context.Context, b *PortBind, timeout time.Duration) (
 		}
 		retry.Reset(50 * time.Millisecond)
 	}
+}
+
+// stopOn returns a channel closed when ctx is done or the daemon closes,
+// whichever comes first (a ring setup gives up then), and the function
+// that releases it once the setup is over.
+func (d *Daemon) stopOn(ctx context.Context) (<-chan struct{}, func()) {
+	if ctx.Done() == nil {
+		return d.quit, func() {}
+	}
+	c, over := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			close(c)
+		case <-d.quit:
+			close(c)
+		case <-over:
+		}
+	}()
+	return c, func() { close(over) }
 }
 
 // acceptLoop accepts the port's peer, and again whenever it goes away.
