@@ -99,13 +99,7 @@ func (s *Switch) ResetIBFlowControl(port int) {
 	ib := &p.ib
 	now := s.clk.Now()
 	for vl := range ib.fccl {
-		if ib.waiting[vl] {
-			w := int64(now - ib.waitSince[vl])
-			p.c.Prio[vl].XmitWaitPs += w
-			p.c.PortXmitWaitPs += w
-			ib.waiting[vl] = false
-			p.ibStallEnded(vl, now)
-		}
+		p.ibWaitEnded(vl, now)
 		ib.abr[vl], ib.fccl[vl], ib.fctbs[vl], ib.haveFCCL[vl] = 0, 0, 0, false
 	}
 	ib.fcPending = 0
@@ -354,13 +348,7 @@ func (s *Switch) ibTx(p *port, now clock.Time) bool {
 			ib.lowIdx, ib.lowRem = (ib.lowIdx+1)%len(cfg.VLArbLow), 0
 		}
 	}
-	if ib.waiting[vl] {
-		w := int64(now - ib.waitSince[vl])
-		p.c.Prio[vl].XmitWaitPs += w
-		p.c.PortXmitWaitPs += w
-		ib.waiting[vl] = false
-		p.ibStallEnded(vl, now)
-	}
+	p.ibWaitEnded(vl, now)
 	s.release(f)
 	s.transmit(p, f, now, ct)
 	return true
@@ -385,4 +373,19 @@ func arbitrate(t []VLArbEntry, idx, rem *int, ready uint8) int {
 		*idx, *rem = (*idx+1)%n, 0
 	}
 	return -1
+}
+
+// ibWaitEnded ends VL vl's wait for credit, if it was waiting: the time
+// goes to the VL's and the port's PortXmitWait (a packet left, or the
+// link was reset).
+func (p *port) ibWaitEnded(vl int, now clock.Time) {
+	ib := &p.ib
+	if !ib.waiting[vl] {
+		return
+	}
+	w := int64(now - ib.waitSince[vl])
+	p.c.Prio[vl].XmitWaitPs += w
+	p.c.PortXmitWaitPs += w
+	ib.waiting[vl] = false
+	p.ibStallEnded(vl, now)
 }
