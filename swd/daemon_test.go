@@ -300,17 +300,7 @@ func TestControlErrors(t *testing.T) {
 // broadcast, a drop with its reason.
 func TestCapture(t *testing.T) {
 	td := startTestDaemon(t, true)
-	c, err := net.Dial("unix", td.ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, `{"op":"capture","ports":["p1","p2"]}`+"\n")
-	br := bufio.NewReader(c)
-	line, err := br.ReadBytes('\n')
-	if err != nil || !bytes.HasPrefix(line, []byte(`{"ok":true,"ports":["p1","p2"]}`)) {
-		t.Fatalf("capture response %q: %v", line, err)
-	}
+	c, br := openCapture(t, td.ctl, `{"op":"capture","ports":["p1","p2"]}`, `{"ok":true,"ports":["p1","p2"]}`)
 	f := udpFrame(64, 0)
 	bcast := udpFrame(10, 0)
 	copy(bcast[0:6], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
@@ -478,4 +468,23 @@ func httpGet(url string) (httpResp, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return httpResp{string(b), resp.Header.Get("Content-Type")}, err
+}
+
+// openCapture sends a capture request on the daemon's control socket,
+// checks the first line of the answer starts with want, and returns the
+// connection and a reader positioned at the capture stream; the
+// connection closes with the test at the latest.
+func openCapture(t *testing.T, ctl, req, want string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("unix", ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	io.WriteString(c, req+"\n")
+	br := bufio.NewReader(c)
+	if line, err := br.ReadBytes('\n'); err != nil || !bytes.HasPrefix(line, []byte(want)) {
+		t.Fatalf("capture response %q: %v", line, err)
+	}
+	return c, br
 }

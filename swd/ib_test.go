@@ -1,7 +1,6 @@
 package swd
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"io"
@@ -328,16 +327,7 @@ func TestIBCapture(t *testing.T) {
 	h2.grant(1, 0, ibBlocks)
 	waitFor(t, "h2's credit", func() bool { return td.counters(t, "p2")["vl1_tx_credits"] == ibBlocks })
 
-	c, err := net.Dial("unix", td.ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, `{"op":"capture","ports":["p1","p2"]}`+"\n")
-	br := bufio.NewReader(c)
-	if line, err := br.ReadBytes('\n'); err != nil || !bytes.HasPrefix(line, []byte(`{"ok":true`)) {
-		t.Fatalf("capture response %q: %v", line, err)
-	}
+	c, br := openCapture(t, td.ctl, `{"op":"capture","ports":["p1","p2"]}`, `{"ok":true`)
 	pkt := ibData(t, 0, 1, lid1, lid2, 64)
 	h1.grant(0, 0, ibBlocks)
 	h1.send(pkt)
@@ -398,16 +388,7 @@ func TestIBCapture(t *testing.T) {
 // bytes, the real 6 first.
 func TestIBPadLinks(t *testing.T) {
 	td := startIBDaemon(t)
-	c, err := net.Dial("unix", td.ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	io.WriteString(c, `{"op":"capture","ports":["p1"],"pad_links":true}`+"\n")
-	br := bufio.NewReader(c)
-	if line, err := br.ReadBytes('\n'); err != nil || !bytes.HasPrefix(line, []byte(`{"ok":true`)) {
-		t.Fatalf("capture response %q: %v", line, err)
-	}
+	c, br := openCapture(t, td.ctl, `{"op":"capture","ports":["p1"],"pad_links":true}`, `{"ok":true`)
 	td.peer[0].grant(0, 0, 9)
 	r, err := capture.Open(br)
 	if err != nil {
