@@ -27,8 +27,9 @@ import (
 // going to sleep.
 //
 // The socket stays open for the life of the link: it carries the setup
-// (the memfd and the eventfds, SCM_RIGHTS) and, by its end, tells each side
-// that the other one is gone, also after kill -9, which a ring cannot.
+// (the memfd, sealed at its size, and the eventfds, SCM_RIGHTS) and its
+// acknowledgement and, by its end, tells each side that the other one is
+// gone, also after kill -9, which a ring cannot.
 //
 // Like a Seqpacket, nothing is lost: a full ring makes the writer wait.
 type Shm struct {
@@ -42,8 +43,9 @@ type Shm struct {
 	rmu, wmu sync.Mutex
 	once     sync.Once
 
-	// Corrupt counts slots whose length the peer wrote out of range (the
-	// frame is dropped); a correct peer never does.
+	// Corrupt counts ring contents a correct peer never writes (a record
+	// length out of range, a position off a record boundary, more published
+	// than the ring holds); each ends the link with an error.
 	Corrupt atomic.Uint64
 }
 
@@ -61,8 +63,6 @@ const (
 	shmRingBytes = 4 << 20
 	shmHdr       = 8
 	shmAlign     = 64
-	// shmMaxRecord is the largest record: a frame of frame.MaxFrame bytes.
-	shmMaxRecord = (shmHdr + frame.MaxFrame + shmAlign - 1) &^ (shmAlign - 1)
 	// shmWrap in a record's length says the rest of the ring up to its end
 	// is unused: the next record starts at the ring's beginning.
 	shmWrap = 0xffffffff
@@ -71,7 +71,8 @@ const (
 	shmCtl      = 4 * 64
 	shmRingSize = shmCtl + shmRingBytes
 	shmMagic    = "emufabric-shm-v2"
-	// shmSetupTimeout bounds the wait for the creator's setup message.
+	// shmSetupTimeout bounds the wait for the creator's setup message and
+	// for the joiner's acknowledgement.
 	shmSetupTimeout = 10 * time.Second
 )
 
