@@ -162,6 +162,7 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		m["link_tx_queue_drops"] = c.TxQueueDrops.Load()
 		m["link_tx_errors"] = c.TxErrors.Load()
 		m["link_rx_too_large"] = c.RxTooLarge.Load()
+		m["link_rx_link_errors"] = c.RxLinkErrors.Load()
 	}
 	m["link_rx_admin_down"] = d.rxAdminDown.Load()
 	return m

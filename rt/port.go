@@ -45,6 +45,7 @@ type PortCounters struct {
 	TxFrames, TxBytes atomic.Uint64
 	TxDirect          atomic.Uint64 // of TxFrames: written from the loop (Shm.TryWrite), not by the writer
 	RxTooLarge        atomic.Uint64 // frames dropped: larger than a frame buffer
+	RxLinkErrors      atomic.Uint64 // times the link failed reading (not closed, not the peer's end): e.g. a corrupt shared-memory ring; the port stops
 	TxQueueDrops      atomic.Uint64 // frames dropped: the writer's queue was full
 	TxErrors          atomic.Uint64 // frames the transport refused
 }
@@ -187,22 +188,27 @@ func (p *Port) RoutineRead() {
 			p.Counters.RxTooLarge.Add(1)
 			err = nil
 		}
-		if err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, ErrClosed) {
-				err = ErrClosed
+		// Frames read before a failure are delivered, then the port
+		// stops (a corrupt ring after good records).
+		if n > 0 {
+			b.n = n
+			select {
+			case p.loop.rx <- b:
+			case <-p.quit:
+				p.rxErr = ErrClosed
+				return
 			}
-			p.rxErr = err
-			return
-		}
-		if n == 0 {
+		} else if err == nil {
 			p.rxFree <- b
 			continue
 		}
-		b.n = n
-		select {
-		case p.loop.rx <- b:
-		case <-p.quit:
-			p.rxErr = ErrClosed
+		if err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, ErrClosed) {
+				err = ErrClosed
+			} else {
+				p.Counters.RxLinkErrors.Add(1)
+			}
+			p.rxErr = err
 			return
 		}
 	}

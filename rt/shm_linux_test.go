@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/emufabric/emufabric/frame"
 )
 
 // shmPair connects two Shm links over a socketpair, as a listening daemon
@@ -423,5 +425,46 @@ func TestShmOverStop(t *testing.T) {
 			t.Fatalf("accepted %v: stop did not end the setup", accepted)
 		}
 		b.Close()
+	}
+}
+
+// TestShmCorruptCountedByPort: a port whose ring turns out corrupt stops
+// with its error and counts it (RxLinkErrors), after delivering the good
+// frames before the bad record.
+func TestShmCorruptCountedByPort(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	if _, err := a.Write([][]byte{testFrame(1, 100), testFrame(2, 100)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	binary.LittleEndian.PutUint32(a.tx.data[recordSize(100):], 1<<30)
+	l := NewLoop(NewClock(1))
+	defer l.Close()
+	got := make(chan int, 4)
+	p, err := l.Attach(b, PortConfig{Deliver: func(fs []*frame.Frame) {
+		for _, f := range fs {
+			got <- len(f.Data)
+			f.Put()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go l.Run()
+	select {
+	case <-p.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the port did not stop on a corrupt ring")
+	}
+	if p.Err() == nil || p.Counters.RxLinkErrors.Load() != 1 || b.Corrupt.Load() != 1 {
+		t.Fatalf("err %v, rx link errors %d, corrupt %d", p.Err(), p.Counters.RxLinkErrors.Load(), b.Corrupt.Load())
+	}
+	select {
+	case n := <-got:
+		if n != 100 {
+			t.Fatalf("delivered %d bytes", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the frame before the bad record was not delivered")
 	}
 }

@@ -280,6 +280,7 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 	fn("transport_tx_bytes", t.TxBytes)
 	fn("transport_tx_direct", t.TxDirect)
 	fn("transport_rx_too_large", t.RxTooLarge)
+	fn("transport_rx_link_errors", t.RxLinkErrors)
 	fn("transport_tx_queue_drop", t.TxQueueDrops)
 	fn("transport_tx_hold", p.hold.holds)
 	fn("transport_tx_errors", t.TxErrors)

@@ -86,7 +86,7 @@ type portStats struct {
 type trStats struct {
 	RxFrames, RxBytes, TxFrames, TxBytes uint64
 	RxTooLarge, TxQueueDrops, TxErrors   uint64
-	TxDirect                             uint64
+	TxDirect, RxLinkErrors               uint64
 }
 
 func (s *trStats) add(c *rt.PortCounters) {
@@ -98,6 +98,7 @@ func (s *trStats) add(c *rt.PortCounters) {
 	s.TxQueueDrops += c.TxQueueDrops.Load()
 	s.TxErrors += c.TxErrors.Load()
 	s.TxDirect += c.TxDirect.Load()
+	s.RxLinkErrors += c.RxLinkErrors.Load()
 }
 
 // transport is the transport counters so far.
