@@ -3,9 +3,11 @@ package nicd
 import (
 	"errors"
 	"fmt"
-	"github.com/emufabric/emufabric/mad"
 	"strconv"
 	"strings"
+
+	"github.com/emufabric/emufabric/mad"
+	"github.com/emufabric/emufabric/rt"
 )
 
 // The control requests that are not the engine's (session.go) or a
@@ -163,6 +165,9 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		m["link_tx_errors"] = c.TxErrors.Load()
 		m["link_rx_too_large"] = c.RxTooLarge.Load()
 		m["link_rx_link_errors"] = c.RxLinkErrors.Load()
+		if w, ok := lp.Link().(rt.Waiter); ok {
+			m["link_rx_ring_sleeps"], m["link_tx_ring_full"] = w.Waits()
+		}
 	}
 	m["link_rx_admin_down"] = d.rxAdminDown.Load()
 	return m

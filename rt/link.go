@@ -37,3 +37,13 @@ var ErrFrameTooLarge = errors.New("rt: frame larger than buffer")
 // (recvmmsg / sendmmsg). wireguard-go's conn.IdealBatchSize is 128; frames
 // here are up to 9 KiB, so 64 keeps one batch of buffers well inside L2.
 const DefaultBatchSize = 64
+
+// Waiter is a link that counts how often its ends waited (a Shm, whose
+// ends sleep on an empty or full ring): RxSleeps, the reader found nothing
+// to read and slept until the peer's notification; TxFull, the writer found
+// no room and slept until the peer had read. A TxFull is the peer falling
+// behind (descheduled, or slower than this side), the link's back-pressure
+// at work.
+type Waiter interface {
+	Waits() (rxSleeps, txFull uint64)
+}

@@ -47,7 +47,15 @@ type Shm struct {
 	// length out of range, a position off a record boundary, more published
 	// than the ring holds); each ends the link with an error.
 	Corrupt atomic.Uint64
+
+	// rxSleeps and txFull count this side's waits (see Waiter).
+	rxSleeps, txFull atomic.Uint64
 }
+
+var _ Waiter = (*Shm)(nil)
+
+// Waits implements Waiter.
+func (s *Shm) Waits() (rxSleeps, txFull uint64) { return s.rxSleeps.Load(), s.txFull.Load() }
 
 var _ Link = (*Shm)(nil)
 
@@ -431,6 +439,7 @@ func (s *Shm) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			atomic.StoreUint32(r.consSleeping, 0)
 			continue
 		}
+		s.rxSleeps.Add(1)
 		if err := r.wait(); err != nil {
 			return 0, ErrClosed
 		}
@@ -518,6 +527,7 @@ func (s *Shm) Write(bufs [][]byte, offset int) (int, error) {
 				atomic.StoreUint32(r.prodSleeping, 0)
 				continue
 			}
+			s.txFull.Add(1)
 			if err := r.wait(); err != nil {
 				return sent, ErrClosed
 			}

@@ -93,6 +93,68 @@ func TestShmBackPressure(t *testing.T) {
 	}
 }
 
+// TestShmWaitsCounted checks the wait counters (Waiter): a writer with
+// more than a ring's worth waits for room (TxFull) while its reader has
+// not started, and a reader of an empty ring sleeps (RxSleeps) until the
+// writer's frame wakes it.
+func TestShmWaitsCounted(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not counted in 10 s", what)
+			}
+		}
+	}
+	if rx, tx := a.Waits(); rx != 0 || tx != 0 {
+		t.Fatalf("a new link counts waits: rx sleeps %d, tx full %d", rx, tx)
+	}
+
+	// Two rings' worth of 4 KiB frames: the writer must find the ring
+	// full, and nobody reads until it has said so.
+	const n = 2 * shmRingBytes / 4096
+	bufs := make([][]byte, n)
+	for i := range bufs {
+		bufs[i] = testFrame(i, 4000)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Write(bufs, 0)
+		done <- err
+	}()
+	waitFor("writer's wait for room", func() bool { _, tx := a.Waits(); return tx >= 1 })
+	readAll(t, b, n)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	// The ring is empty now: a Read sleeps until a frame comes.
+	rx0, _ := b.Waits()
+	got := make(chan int, 1)
+	go func() {
+		bufs := [][]byte{make([]byte, 2048)}
+		sizes := []int{0}
+		n, err := b.Read(bufs, sizes, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- n
+	}()
+	waitFor("reader's sleep", func() bool { rx, _ := b.Waits(); return rx > rx0 })
+	if _, err := a.Write([][]byte{testFrame(1, 100)}, 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-got; n != 1 {
+		t.Fatalf("Read after its sleep: %d frames, want 1", n)
+	}
+	if _, tx := b.Waits(); tx != 0 {
+		t.Errorf("b never wrote, yet counts %d waits for room", tx)
+	}
+}
+
 // TestShmBothWays runs both directions at once, many small batches, the way
 // a switch port and a NIC exchange data and acknowledgements.
 func TestShmBothWays(t *testing.T) {

@@ -279,6 +279,8 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 	fn("transport_tx_frames", t.TxFrames)
 	fn("transport_tx_bytes", t.TxBytes)
 	fn("transport_tx_direct", t.TxDirect)
+	fn("transport_tx_ring_full", t.TxFull)
+	fn("transport_rx_ring_sleeps", t.RxSleeps)
 	fn("transport_rx_too_large", t.RxTooLarge)
 	fn("transport_rx_link_errors", t.RxLinkErrors)
 	fn("transport_tx_queue_drop", t.TxQueueDrops)

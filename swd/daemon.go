@@ -542,7 +542,7 @@ func (d *Daemon) waitGone(p *swPort, tp *rt.Port) bool {
 	tp.Close()
 	return d.loop.Post(func() {
 		if p.tr == tp {
-			p.trBase.add(&tp.Counters)
+			p.trBase.add(tp)
 			p.tr = nil
 			p.resetHold()
 			p.connected = false

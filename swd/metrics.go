@@ -102,6 +102,8 @@ func (d *Daemon) metricsText() []byte {
 		ctr("emu_link_not_connected_dropped_packets_total", "Frames for a port whose peer was not connected.", p.st.NotConnected)
 		t := p.transport()
 		ctr("emu_transport_tx_queue_dropped_packets_total", "Frames dropped because the transport writer's queue was full.", t.TxQueueDrops)
+		ctr("emu_transport_tx_ring_full_total", "Times the shared-memory ring toward the port's peer was full and the writer waited for the peer to read (a peer that fell behind).", t.TxFull)
+		ctr("emu_transport_rx_ring_sleeps_total", "Times the port's reader found its shared-memory ring empty and slept until the peer wrote.", t.RxSleeps)
 		ctr("emu_transport_tx_holds_total", "Times the port's transmitter was held because the transport writer fell behind (frames waited in the egress queues).", p.hold.holds)
 		ctr("emu_capture_dropped_records_total", "Capture records a slow capture client lost.", p.st.CaptureDrops)
 		if d.ib {

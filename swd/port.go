@@ -87,9 +87,17 @@ type trStats struct {
 	RxFrames, RxBytes, TxFrames, TxBytes uint64
 	RxTooLarge, TxQueueDrops, TxErrors   uint64
 	TxDirect, RxLinkErrors               uint64
+	RxSleeps, TxFull                     uint64 // a ring link's waits (rt.Waiter)
 }
 
-func (s *trStats) add(c *rt.PortCounters) {
+// add adds a transport's counters: its port's and its link's waits.
+func (s *trStats) add(tp *rt.Port) {
+	c := &tp.Counters
+	if w, ok := tp.Link().(rt.Waiter); ok {
+		rx, tx := w.Waits()
+		s.RxSleeps += rx
+		s.TxFull += tx
+	}
 	s.RxFrames += c.RxFrames.Load()
 	s.RxBytes += c.RxBytes.Load()
 	s.TxFrames += c.TxFrames.Load()
@@ -105,7 +113,7 @@ func (s *trStats) add(c *rt.PortCounters) {
 func (p *swPort) transport() trStats {
 	s := p.trBase
 	if p.tr != nil {
-		s.add(&p.tr.Counters)
+		s.add(p.tr)
 	}
 	if p.tap != nil {
 		// Written by the loop itself (direct), counted by the TAP.

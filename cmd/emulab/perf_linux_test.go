@@ -80,9 +80,19 @@ func TestPerfLab(t *testing.T) {
 				case "sw1":
 					c := switchCounters(t, n.Control)
 					t.Logf("  sw1:p2 transport_tx_queue_drop %d of %d frames", c["p2"]["transport_tx_queue_drop"], c["p2"]["tx_packets_phy"])
+					// The links are shared-memory rings, whose readers
+					// slept at least before the first frame.
+					if c["p1"]["transport_rx_ring_sleeps"] == 0 || c["p2"]["transport_rx_ring_sleeps"] == 0 {
+						t.Errorf("sw1: no ring sleeps counted on p1 (%d) or p2 (%d)", c["p1"]["transport_rx_ring_sleeps"], c["p2"]["transport_rx_ring_sleeps"])
+					}
+					t.Logf("  sw1:p2 transport_tx_ring_full %d (the ring toward h2 was full)", c["p2"]["transport_tx_ring_full"])
 				case "h1":
 					c := nicCounters(t, n.Control)
 					t.Logf("  h1 roce_adp_retrans %d, packet_seq_err %d, local_ack_timeout_err %d", c["hw.roce_adp_retrans"], c["hw.packet_seq_err"], c["hw.local_ack_timeout_err"])
+					if c["transport.link_rx_ring_sleeps"] == 0 {
+						t.Errorf("h1: no ring sleeps counted (transport.link_rx_ring_sleeps)")
+					}
+					t.Logf("  h1 link_tx_ring_full %d (the ring toward sw1 was full)", c["transport.link_tx_ring_full"])
 				}
 			}
 		}
