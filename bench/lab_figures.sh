@@ -6,8 +6,10 @@
 #   - in examples/two-hosts.yaml (emunic hosts, 100G links, MTU 4200):
 #     `emulab perf write_bw`, `read_bw` and `send_bw -s 65536 -m 4096`
 #     (average and peak Gb/s), `write_lat -s 2` (typical and 99 % us), and
-#     the switch port toward the receiver's transport counters (drops,
-#     holds) after write_bw;
+#     the switch port toward the receiver's transport counters after each
+#     test (drops, holds, waits for room in the shared-memory ring toward
+#     the receiver) and the sleeps of the switch's reader on the sender's
+#     ring;
 #   - iperf3 TCP between the two hosts' kernels through emunic, emuswitch
 #     and emunic (the full NIC path), 5 s;
 #   - the peak resident memory (VmHWM) of emuswitch and of each emunic.
@@ -85,27 +87,34 @@ echo
 lab=two-hosts
 emulab up -q --state-dir "$state" --hosts nic "$root/examples/two-hosts.yaml" >/dev/null
 
-rss() { # rss NAME-PATTERN: VmHWM in MiB of each matching process
-	for p in $(pgrep -f "$1"); do
-		awk '/VmHWM/ { printf "%.1f ", $2 / 1024 }' "/proc/$p/status" 2>/dev/null || true
+rss() { # rss DAEMON...: VmHWM in MiB of each of this lab's daemons (its pid files: not another lab's)
+	local d p
+	for d in "$@"; do
+		p=$(cat "$state/$lab/run/$d.pid" 2>/dev/null) || { printf 'NA '; continue; }
+		awk '/VmHWM/ { printf "%.1f ", $2 / 1024 }' "/proc/$p/status" 2>/dev/null || printf 'NA '
 	done
 }
 
 echo "## RDMA between h1 and h2 of examples/two-hosts.yaml (emulab perf, -s 65536 -m 4096 -n $ITERS)"
 echo
-echo "| run | test | BW average (Gb/s) | BW peak (Gb/s) | sw1:p2 transport drops | sw1:p2 holds |"
-echo "| ---: | --- | ---: | ---: | ---: | ---: |"
+echo "| run | test | BW average (Gb/s) | BW peak (Gb/s) | sw1:p2 transport drops | sw1:p2 holds | sw1:p2 ring full | sw1:p1 ring sleeps |"
+echo "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 counter() { emulab stats --state-dir "$state" "$lab/sw1:p2" | awk -v n="$1:" '$1 == n { print $2 }'; }
+counter1() { emulab stats --state-dir "$state" "$lab/sw1:p1" | awk -v n="$1:" '$1 == n { print $2 }'; }
 for r in $(seq 1 "$RUNS"); do
 	for t in write_bw read_bw send_bw; do
 		d0=$(counter transport_tx_queue_drop)
 		h0=$(counter transport_tx_hold)
+		f0=$(counter transport_tx_ring_full)
+		s0=$(counter1 transport_rx_ring_sleeps)
 		row=$(emulab perf --state-dir "$state" "$t" "$lab/h1" "$lab/h2" -s 65536 -m 4096 -n "$ITERS" --report_gbits |
 			awk '/^ *#bytes/ { getline; print $4, $3 }')
 		d1=$(counter transport_tx_queue_drop)
 		h1=$(counter transport_tx_hold)
+		f1=$(counter transport_tx_ring_full)
+		s1=$(counter1 transport_rx_ring_sleeps)
 		read -r avg peak <<<"$row"
-		echo "| $r | $t | $avg | $peak | $((d1 - d0)) | $((h1 - h0)) |"
+		echo "| $r | $t | $avg | $peak | $((d1 - d0)) | $((h1 - h0)) | $((f1 - f0)) | $((s1 - s0)) |"
 	done
 done
 echo
@@ -137,4 +146,4 @@ echo "## peak resident memory (VmHWM, MiB) after the runs above"
 echo
 echo "| emuswitch | emunic h1, h2 |"
 echo "| ---: | ---: |"
-echo "| $(rss "emuswitch .*--node sw1") | $(rss "emunic .*--node h") |"
+echo "| $(rss emuswitch-sw1) | $(rss emunic-h1 emunic-h2) |"
