@@ -1,5 +1,7 @@
 package mad
 
+import "github.com/emufabric/emufabric/wire"
+
 // Agent is the Subnet Management Agent of one node (IBA 14.2.1, 14.2.2):
 // it answers Get and Set of the node's attributes and moves directed-route
 // SMPs along their path. It is I/O-free: Handle takes an SMP (in place)
@@ -99,6 +101,25 @@ type Action struct {
 	Verdict Verdict
 	Port    int // SendPort: the IBA port number
 	Changed Change
+}
+
+// AddressFromHCA addresses the LRH of an SMP that an HCA port's agent
+// sends for a SendPort or SendLID verdict, and reports false for any other
+// verdict. An HCA forwards no directed-route SMP, so whatever it sends is
+// its own response: it comes from the port's LID (the permissive LID while
+// it has none, IBA 14.2.2.1), and a LID-routed response goes back to the
+// request's SLID. (A switch's agent keeps the SLID of a directed-route SMP
+// it forwards; switchcore addresses its own.)
+func (a Action) AddressFromHCA(lrh wire.LRH, lid uint16) bool {
+	switch a.Verdict {
+	case SendPort:
+	case SendLID:
+		lrh.SetDLID(LIDOrPermissive(lrh.SLID()))
+	default:
+		return false
+	}
+	lrh.SetSLID(LIDOrPermissive(lid))
+	return true
 }
 
 // NewAgent returns an agent with every port's link down and no LID.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/emufabric/emufabric/mad"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // fabric is an in-memory cabling of agents for directed-route tests.
@@ -268,5 +269,34 @@ func TestAgentLocalAndLIDRouted(t *testing.T) {
 	bad[0] = 9
 	if act := a.Handle(1, bad, false); act.Verdict != mad.Drop || a.Stats.Malformed != 1 {
 		t.Fatalf("malformed: %+v %+v", act, a.Stats)
+	}
+}
+
+// TestAddressFromHCA: what an HCA's agent sends comes from its LID (the
+// permissive LID while it has none); a LID-routed response goes back to
+// the request's SLID; other verdicts send nothing and leave the LRH alone.
+func TestAddressFromHCA(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		v                mad.Verdict
+		ownLID           uint16
+		ok               bool
+		wantDLID, wantSL uint16
+	}{
+		{"directed-route response", mad.SendPort, 0x12, true, mad.PermissiveLID, 0x12},
+		{"directed-route response, no LID yet", mad.SendPort, 0, true, mad.PermissiveLID, mad.PermissiveLID},
+		{"LID-routed response", mad.SendLID, 0x12, true, 0x34, 0x12},
+		{"drop", mad.Drop, 0x12, false, mad.PermissiveLID, 0x34},
+		{"for the SM here", mad.DeliverSM, 0x12, false, mad.PermissiveLID, 0x34},
+	} {
+		lrh := make(wire.LRH, 8)
+		lrh.SetDLID(mad.PermissiveLID)
+		lrh.SetSLID(0x34) // the requester
+		if ok := (mad.Action{Verdict: c.v}).AddressFromHCA(lrh, c.ownLID); ok != c.ok {
+			t.Errorf("%s: reported %v, want %v", c.name, ok, c.ok)
+		}
+		if lrh.DLID() != c.wantDLID || lrh.SLID() != c.wantSL {
+			t.Errorf("%s: DLID %#x SLID %#x, want %#x %#x", c.name, lrh.DLID(), lrh.SLID(), c.wantDLID, c.wantSL)
+		}
 	}
 }

@@ -110,20 +110,15 @@ func (n *NIC) receiveSMP(f *frame.Frame) bool {
 	lidMatch := s.a.LID() != 0 && lrh.DLID() == s.a.LID()
 	act := s.a.Handle(1, s.pkt.SMP, lidMatch)
 	n.applySMA(act)
-	switch act.Verdict {
-	case mad.DeliverSM:
+	if act.Verdict == mad.DeliverSM {
 		if s.deliver == nil {
 			n.cnt[SMPDropped]++ // a response, and no SM here to take it
 			return false
 		}
 		s.deliver(s.pkt.SMP)
 		return false
-	case mad.SendPort:
-		lrh.SetSLID(mad.LIDOrPermissive(n.cfg.LID))
-	case mad.SendLID:
-		lrh.SetDLID(mad.LIDOrPermissive(lrh.SLID()))
-		lrh.SetSLID(mad.LIDOrPermissive(n.cfg.LID))
-	default:
+	}
+	if !act.AddressFromHCA(lrh, n.cfg.LID) {
 		n.cnt[SMPDropped]++ // the agent discarded it (its Stats say why)
 		return false
 	}

@@ -268,20 +268,15 @@ func (h *Host) handleSMP(f *frame.Frame) {
 	lidMatch := a.LID() != 0 && lrh.DLID() == a.LID()
 	act := a.Handle(1, st.pkt.SMP, lidMatch)
 	h.applySMA(act)
-	switch act.Verdict {
-	case mad.DeliverSM:
+	if act.Verdict == mad.DeliverSM {
 		if st.sm != nil {
 			st.sm.m.Receive(h.s.now, st.pkt.SMP)
 			st.sm.pump()
 		}
 		f.Put()
 		return
-	case mad.SendPort:
-		lrh.SetSLID(mad.LIDOrPermissive(h.cfg.LID))
-	case mad.SendLID:
-		lrh.SetDLID(mad.LIDOrPermissive(lrh.SLID()))
-		lrh.SetSLID(mad.LIDOrPermissive(h.cfg.LID))
-	default:
+	}
+	if !act.AddressFromHCA(lrh, h.cfg.LID) {
 		f.Put()
 		return
 	}

@@ -191,12 +191,12 @@ func (s *Switch) smaHandle(in int, f *frame.Frame) {
 		if smp := st.pkt.SMP; smp.Direction() && smp.HopPointer() == smp.HopCount() {
 			// A response this agent generated (a forwarded one has
 			// moved past HopCount): it comes from our LID.
-			setSLID(lrh, a.LID())
+			lrh.SetSLID(mad.LIDOrPermissive(a.LID()))
 		}
 	case mad.SendLID:
 		dst := lrh.SLID()
-		binary16(lrh[2:], dst)
-		setSLID(lrh, a.LID())
+		lrh.SetDLID(dst)
+		lrh.SetSLID(mad.LIDOrPermissive(a.LID()))
 		out = s.LFTEntry(dst)
 		if out < 0 {
 			st.stats.NoRoute++
@@ -244,12 +244,3 @@ func (s *Switch) smaSyncLFT() {
 	}
 	s.cfg.IB.LFT = lft
 }
-
-func setSLID(lrh wire.LRH, lid uint16) {
-	if lid == 0 {
-		lid = mad.PermissiveLID
-	}
-	binary16(lrh[6:], lid)
-}
-
-func binary16(b []byte, v uint16) { b[0], b[1] = byte(v>>8), byte(v) }
