@@ -64,11 +64,14 @@ type LinkChange struct {
 	Delay   string   `json:"delay,omitempty"` // a time ParseTime accepts
 	Loss    *float64 `json:"loss,omitempty"`  // a probability in [0, 1]
 	Corrupt *float64 `json:"corrupt,omitempty"`
+	// Schedule replaces the port's link schedule (state changes at times
+	// from now); `emulab up` sends a link's lab-file schedule with it.
+	Schedule []ScheduleStep `json:"schedule,omitempty"`
 }
 
 // Empty reports whether the change changes nothing.
 func (c *LinkChange) Empty() bool {
-	return c.State == "" && c.Rate == "" && c.Delay == "" && c.Loss == nil && c.Corrupt == nil
+	return c.State == "" && c.Rate == "" && c.Delay == "" && c.Loss == nil && c.Corrupt == nil && c.Schedule == nil
 }
 
 // OnlyState reports whether the change sets the link state and nothing

@@ -186,6 +186,23 @@ func isZero(num string) bool {
 	return strings.Trim(num, "0.") == ""
 }
 
+// FormatTime renders a time the way ParseTime reads it back exactly, in
+// the largest unit that divides it: "0", "2s", "300ms", "1500us", "80ps".
+func FormatTime(t clock.Time) string {
+	for _, u := range []struct {
+		d    clock.Time
+		name string
+	}{{clock.Second, "s"}, {clock.Millisecond, "ms"}, {clock.Microsecond, "us"}, {clock.Nanosecond, "ns"}} {
+		if t != 0 && t%u.d == 0 {
+			return fmt.Sprintf("%d%s", t/u.d, u.name)
+		}
+	}
+	if t == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%dps", int64(t))
+}
+
 // FormatRate renders bits per second the way ParseRate reads them back
 // exactly: "100G", "2.5G", "800M".
 func FormatRate(bps uint64) string {

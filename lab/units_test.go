@@ -103,3 +103,22 @@ func TestNaturalLess(t *testing.T) {
 		}
 	}
 }
+
+// TestFormatTime: the largest unit that divides, read back exactly.
+func TestFormatTime(t *testing.T) {
+	for _, c := range []struct {
+		t    clock.Time
+		want string
+	}{
+		{0, "0"}, {2 * clock.Second, "2s"}, {1300 * clock.Millisecond, "1300ms"}, {clock.Microsecond, "1us"},
+		{1500 * clock.Nanosecond, "1500ns"}, {80, "80ps"}, {clock.Millisecond + 1, "1000000001ps"},
+	} {
+		got := FormatTime(c.t)
+		if got != c.want {
+			t.Errorf("FormatTime(%d) = %q, want %q", int64(c.t), got, c.want)
+		}
+		if back, err := ParseTime(got); err != nil || back != c.t {
+			t.Errorf("ParseTime(%q) = %v, %v; want %d", got, back, err, int64(c.t))
+		}
+	}
+}

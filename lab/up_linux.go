@@ -255,6 +255,11 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	// 6b. InfiniBand with a subnet manager: the ports Active.
 	l.waitIBActive(ctx, plan, deadline, say)
 
+	// 6c. Link schedules, counted from now: the lab is up.
+	if err := l.armSchedules(plan, say); err != nil {
+		return l, err
+	}
+
 	// 7. What was built.
 	l.Info = l.info(plan, labFile, time.Since(start))
 	b, err := json.MarshalIndent(l.Info, "", "  ")

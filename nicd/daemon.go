@@ -98,7 +98,8 @@ type Daemon struct {
 	sessions  map[*session]struct{}
 	storm     clock.Timer
 	caps      []*capSub
-	adminDown bool // the link op set the link down
+	adminDown bool              // the link op set the link down
+	sched     *lab.LinkSchedule // the link's schedule (link op), loop goroutine
 
 	rxAdminDown   atomic.Uint64 // frames dropped while administratively down
 	adminDownFlag atomic.Bool   // adminDown, for status

@@ -658,6 +658,8 @@ func TestLinkOp(t *testing.T) {
 		{Request{Op: "link", State: "sideways"}, "want up or down"},
 		{Request{Op: "link", Rate: "10G"}, "switch port"},
 		{Request{Op: "link", State: "down", Port: "p9"}, `port "p9"`},
+		{Request{Op: "link"}, `state "": want up or down`},
+		{Request{Op: "link", Schedule: []lab.ScheduleStep{{After: "1ms", State: "down"}, {After: "1ms", State: "up"}}}, `schedule[1].after "1ms": not after`},
 	} {
 		if _, err := c.Call(&bad.req, -1); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%+v: %v, want %q", bad.req, err, bad.want)
@@ -685,6 +687,33 @@ func TestLinkOp(t *testing.T) {
 		r, err := c.Counters()
 		return err == nil && r.Ports[0].Counters["rx_pause_ctrl_phy"] == 1
 	})
+}
+
+// TestLinkSchedule: the link op's schedule pulls the cable and plugs it
+// back at its steps' times; an empty one cancels what is pending.
+func TestLinkSchedule(t *testing.T) {
+	_, ctl := pairOfDaemons(t, testLab(t, ""))
+	c := dial(t, ctl[1])
+	if _, err := c.Call(&Request{Op: "link", Schedule: []lab.ScheduleStep{{After: "0", State: "down"}, {After: "200ms", State: "up"}}}, -1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the scheduled down", func() bool { st, err := c.Status(); return err == nil && st.AdminDown })
+	waitFor(t, "the scheduled up", func() bool {
+		st, err := c.Status()
+		return err == nil && !st.AdminDown && st.SchedulePending == 0
+	})
+	if _, err := c.Call(&Request{Op: "link", Schedule: []lab.ScheduleStep{{After: "100s", State: "down"}}}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Status(); err != nil || st.SchedulePending != 1 {
+		t.Fatalf("status with a step pending: %+v %v", st, err)
+	}
+	if _, err := c.Call(&Request{Op: "link", Schedule: []lab.ScheduleStep{}}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Status(); err != nil || st.SchedulePending != 0 || st.AdminDown {
+		t.Fatalf("status after cancelling: %+v %v", st, err)
+	}
 }
 
 // TestUDPLink: two daemons on a udp: link (the transport between

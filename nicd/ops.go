@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/rt"
 )
@@ -98,6 +99,7 @@ func (d *Daemon) opStatus() (*Response, error) {
 		if d.gate != nil {
 			st.GateHolds = d.gate.holds
 		}
+		st.SchedulePending = d.sched.Pending()
 		st.LID = d.nic.LID()
 		if a := d.nic.SMA(); a != nil {
 			st.IBState = mad.PortStateName(a.PortState(1))
@@ -213,27 +215,47 @@ func (d *Daemon) opLink(req *Request) (*Response, error) {
 	if req.Rate != "" || req.Delay != "" || req.Loss != nil {
 		return nil, errors.New("link: emunic sets only state; rate, delay and loss are set on the switch port (emuswitch) of the link")
 	}
-	var down bool
-	switch req.State {
-	case "down":
-		down = true
-	case "up":
+	switch {
+	case req.State == "up", req.State == "down":
+	case req.State == "" && req.Schedule != nil: // a schedule alone
 	default:
 		return nil, fmt.Errorf("link: state %q: want up or down", req.State)
 	}
 	if req.Port != "" && req.Port != d.cfg.Port {
 		return nil, fmt.Errorf("link: port %q: this NIC's port is %q", req.Port, d.cfg.Port)
 	}
+	var sched []lab.LinkEvent
+	if req.Schedule != nil {
+		var err error
+		if sched, err = lab.ParseSchedule(req.Schedule); err != nil {
+			return nil, fmt.Errorf("link: %w", err)
+		}
+	}
 	err := d.Do(func() {
-		d.adminDown = down
-		if d.gate != nil {
-			d.gate.admin = !down
-			d.gate.apply()
+		if req.State != "" {
+			d.setAdminDown(req.State == "down")
+		}
+		if req.Schedule != nil {
+			d.sched.Stop()
+			d.sched = lab.ArmLinkSchedule(d.clk, sched, func(up bool) {
+				d.setAdminDown(!up)
+				d.log.Printf("link %s: %s (schedule; %d step(s) left)", d.cfg.Port, map[bool]string{true: "up", false: "down"}[up], d.sched.Pending())
+			})
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	d.adminDownFlag.Store(down)
 	return &Response{}, nil
+}
+
+// setAdminDown takes the link down or up as the link op does. Loop
+// goroutine.
+func (d *Daemon) setAdminDown(down bool) {
+	d.adminDown = down
+	if d.gate != nil {
+		d.gate.admin = !down
+		d.gate.apply()
+	}
+	d.adminDownFlag.Store(down)
 }

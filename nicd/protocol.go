@@ -1,6 +1,7 @@
 package nicd
 
 import (
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/nic"
 )
@@ -76,6 +77,9 @@ type Request struct {
 	Rate  string   `json:"rate,omitempty"`
 	Delay string   `json:"delay,omitempty"`
 	Loss  *float64 `json:"loss,omitempty"`
+	// Schedule replaces the link's schedule (lab.ScheduleStep; emuswitch's
+	// field): state changes at times counted from now; [] cancels it.
+	Schedule []lab.ScheduleStep `json:"schedule"`
 
 	// poll_cq
 	Max       int `json:"max,omitempty"`
@@ -111,28 +115,29 @@ type Response struct {
 
 // Status is the daemon's state.
 type Status struct {
-	Lab          string  `json:"lab"`
-	Node         string  `json:"node"`
-	Pid          int     `json:"pid"`
-	UptimeS      float64 `json:"uptime_s"`
-	MAC          string  `json:"mac"`
-	IP           string  `json:"ip"`
-	GID          string  `json:"gid"`
-	Port         string  `json:"port"`                 // the lab port (eth0)
-	Transport    string  `json:"transport"`            // the link URI
-	Link         string  `json:"link"`                 // up, down, waiting
-	AdminDown    bool    `json:"admin_down,omitempty"` // set down by the link op
-	LinkError    string  `json:"link_error,omitempty"`
-	RateBps      uint64  `json:"rate_bps"`
-	LinkMTU      int     `json:"link_mtu"`
-	PortMTU      int     `json:"port_mtu"` // active IB MTU of the RoCE port
-	TAP          string  `json:"tap,omitempty"`
-	Netns        string  `json:"netns,omitempty"`
-	TimeDilation int     `json:"time_dilation"`
-	Trust        string  `json:"trust"`
-	Sessions     int     `json:"sessions"`
-	QPs          int     `json:"qps"`
-	GateHolds    uint64  `json:"gate_holds"` // times the transport held the NIC back
+	Lab             string  `json:"lab"`
+	Node            string  `json:"node"`
+	Pid             int     `json:"pid"`
+	UptimeS         float64 `json:"uptime_s"`
+	MAC             string  `json:"mac"`
+	IP              string  `json:"ip"`
+	GID             string  `json:"gid"`
+	Port            string  `json:"port"`                       // the lab port (eth0)
+	Transport       string  `json:"transport"`                  // the link URI
+	Link            string  `json:"link"`                       // up, down, waiting
+	AdminDown       bool    `json:"admin_down,omitempty"`       // set down by the link op
+	SchedulePending int     `json:"schedule_pending,omitempty"` // link schedule steps still to run
+	LinkError       string  `json:"link_error,omitempty"`
+	RateBps         uint64  `json:"rate_bps"`
+	LinkMTU         int     `json:"link_mtu"`
+	PortMTU         int     `json:"port_mtu"` // active IB MTU of the RoCE port
+	TAP             string  `json:"tap,omitempty"`
+	Netns           string  `json:"netns,omitempty"`
+	TimeDilation    int     `json:"time_dilation"`
+	Trust           string  `json:"trust"`
+	Sessions        int     `json:"sessions"`
+	QPs             int     `json:"qps"`
+	GateHolds       uint64  `json:"gate_holds"` // times the transport held the NIC back
 	// IB: the port's LID and logical state (as ibstat prints it), and the
 	// subnet manager's figures on the host that runs it.
 	LID     uint16    `json:"lid,omitempty"`

@@ -22,6 +22,7 @@ import (
 //	{"op":"status"}                  -> {"ok":true,"node":"sw1","lab":"x","uptime_seconds":1.5,"ports":[...]}
 //	{"op":"link","port":"p1","state":"down"|"up"}
 //	{"op":"link","port":"p1","rate":"10G"|"delay":"1us"|"loss":0.01|"corrupt":0.001}
+//	{"op":"link","port":"p1","schedule":[{"after":"1s","state":"down"},{"after":"2s","state":"up"}]}
 //	                                 -> {"ok":true,"port":{...status of p1...}}
 //	{"op":"capture","ports":["p1"]}  -> {"ok":true,"ports":["p1"]} then pcapng until the client closes
 //	                                    (IB: ERF records; "pad_links":true pads link packets, capture.go)
@@ -46,6 +47,11 @@ type Request struct {
 	Delay   string   `json:"delay,omitempty"`
 	Loss    *float64 `json:"loss,omitempty"`
 	Corrupt *float64 `json:"corrupt,omitempty"`
+	// Schedule (link) replaces the port's link schedule: state changes at
+	// times counted from now (the lab file's link schedule, which `emulab
+	// up` sends once the lab is up); an empty list cancels the pending
+	// steps.
+	Schedule []lab.ScheduleStep `json:"schedule"` // not omitempty: [] (cancel) differs from null (no change)
 	// PadLinks (capture, IB switch) pads link packets to 64 bytes for
 	// Wireshark 4.0's dissector.
 	PadLinks bool `json:"pad_links,omitempty"`
@@ -110,6 +116,8 @@ type PortStatus struct {
 	// IBState is the port's IBA logical state (Down, Initialize, Armed,
 	// Active) on an IB switch with a subnet management agent.
 	IBState string `json:"ib_state,omitempty"`
+	// SchedulePending is the number of link schedule steps still to run.
+	SchedulePending int `json:"schedule_pending,omitempty"`
 }
 
 // listenControl creates the control socket, mode 0600.
@@ -291,8 +299,9 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 func (d *Daemon) portStatus(p *swPort) PortStatus {
 	s := PortStatus{
 		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, Up: p.up(),
-		Speed: lab.FormatRate(p.speed), Rate: lab.FormatRate(p.rate), Delay: formatTime(p.delay),
+		Speed: lab.FormatRate(p.speed), Rate: lab.FormatRate(p.rate), Delay: lab.FormatTime(p.delay),
 		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.held(), NoFlood: p.noFlood,
+		SchedulePending: p.sched.Pending(),
 	}
 	if p.in != nil {
 		s.OnWire += p.in.held()
@@ -304,20 +313,6 @@ func (d *Daemon) portStatus(p *swPort) PortStatus {
 		s.IBState = mad.PortStateName(a.PortState(p.idx + 1))
 	}
 	return s
-}
-
-func formatTime(t clock.Time) string {
-	switch {
-	case t == 0:
-		return "0"
-	case t%clock.Millisecond == 0:
-		return fmt.Sprintf("%dms", t/clock.Millisecond)
-	case t%clock.Microsecond == 0:
-		return fmt.Sprintf("%dus", t/clock.Microsecond)
-	case t%clock.Nanosecond == 0:
-		return fmt.Sprintf("%dns", t/clock.Nanosecond)
-	}
-	return fmt.Sprintf("%dps", int64(t))
 }
 
 func (d *Daemon) status() Response {
@@ -360,8 +355,18 @@ func (d *Daemon) link(req *Request) Response {
 			return Response{Error: fmt.Sprintf("%s %v: a probability in [0, 1]", v.name, *v.p)}
 		}
 	}
-	if req.State == "" && req.Rate == "" && req.Delay == "" && req.Loss == nil && req.Corrupt == nil {
-		return Response{Error: `link: give "state", "rate", "delay", "loss" or "corrupt"`}
+	var sched []lab.LinkEvent
+	if req.Schedule != nil {
+		if sched, err = lab.ParseSchedule(req.Schedule); err != nil {
+			return Response{Error: "link: " + err.Error()}
+		}
+	}
+	if req.State == "" && req.Rate == "" && req.Delay == "" && req.Loss == nil && req.Corrupt == nil && req.Schedule == nil {
+		return Response{Error: `link: give "state", "rate", "delay", "loss", "corrupt" or "schedule"`}
+	}
+	if req.Schedule != nil {
+		p.sched.Stop()
+		p.sched = lab.ArmLinkSchedule(d.clk, sched, func(up bool) { d.scheduledState(p, up) })
 	}
 	if req.State != "" {
 		p.adminUp = req.State == "up"
@@ -392,6 +397,14 @@ func (d *Daemon) link(req *Request) Response {
 	return Response{OK: true, Port: &s}
 }
 
+// scheduledState is a link schedule's step: the port's link goes down or
+// up as by a link op. Loop goroutine.
+func (d *Daemon) scheduledState(p *swPort, up bool) {
+	p.adminUp = up
+	p.syncUp()
+	d.log.Printf("link %s: %s (schedule; %d step(s) left)", p.name, map[bool]string{true: "up", false: "down"}[up], p.sched.Pending())
+}
+
 func errOr(err error, s string) any {
 	if err != nil {
 		return err
@@ -401,12 +414,13 @@ func errOr(err error, s string) any {
 
 func describeLink(r *Request) string {
 	b, _ := json.Marshal(struct {
-		State   string   `json:"state,omitempty"`
-		Rate    string   `json:"rate,omitempty"`
-		Delay   string   `json:"delay,omitempty"`
-		Loss    *float64 `json:"loss,omitempty"`
-		Corrupt *float64 `json:"corrupt,omitempty"`
-	}{r.State, r.Rate, r.Delay, r.Loss, r.Corrupt})
+		State    string             `json:"state,omitempty"`
+		Rate     string             `json:"rate,omitempty"`
+		Delay    string             `json:"delay,omitempty"`
+		Loss     *float64           `json:"loss,omitempty"`
+		Corrupt  *float64           `json:"corrupt,omitempty"`
+		Schedule []lab.ScheduleStep `json:"schedule,omitempty"`
+	}{r.State, r.Rate, r.Delay, r.Loss, r.Corrupt, r.Schedule})
 	return string(b)
 }
 

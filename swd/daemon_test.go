@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/emufabric/emufabric/lab"
 	"io"
 	"net"
 	"net/http"
@@ -248,6 +249,47 @@ func TestForwardCountersAndLink(t *testing.T) {
 	}
 }
 
+// TestLinkSchedule: a link op's schedule takes the port down and up at
+// its steps' times from the request; a new schedule replaces the old one,
+// an empty one cancels it.
+func TestLinkSchedule(t *testing.T) {
+	td := startTestDaemon(t, true)
+	status := func() *PortStatus {
+		var st StatusResponse
+		td.call(t, Request{Op: "status"}, &st)
+		for i := range st.Ports {
+			if st.Ports[i].Port == "p2" {
+				return &st.Ports[i]
+			}
+		}
+		t.Fatalf("no p2 in %+v", st)
+		return nil
+	}
+	var st StatusResponse
+	td.call(t, Request{Op: "link", Port: "p2", Schedule: []lab.ScheduleStep{{After: "0", State: "down"}, {After: "300ms", State: "up"}}}, &st)
+	if !st.OK || st.Port == nil || st.Port.SchedulePending != 2 || !st.Port.AdminUp {
+		t.Fatalf("schedule set: %+v (want both steps pending, the port still up)", st.Port)
+	}
+	waitFor(t, "the scheduled down", func() bool { return !status().AdminUp })
+	f := udpFrame(100, 0)
+	send(t, td.link[0], f)
+	waitFor(t, "link_down drop", func() bool { return td.counters(t, "p2")["drop_link_down"] == 1 })
+	waitFor(t, "the scheduled up", func() bool { p := status(); return p.AdminUp && p.Up && p.SchedulePending == 0 })
+	send(t, td.link[0], f)
+	recv(t, td.link[1], 1)
+
+	// Replaced, then cancelled: the far step never runs.
+	td.call(t, Request{Op: "link", Port: "p2", Schedule: []lab.ScheduleStep{{After: "100s", State: "down"}}}, &st)
+	if !st.OK || st.Port.SchedulePending != 1 {
+		t.Fatalf("second schedule: %+v", st.Port)
+	}
+	st = StatusResponse{} // a fresh one: a zero SchedulePending is left out of the JSON
+	td.call(t, Request{Op: "link", Port: "p2", Schedule: []lab.ScheduleStep{}}, &st)
+	if !st.OK || st.Port.SchedulePending != 0 || !st.Port.AdminUp {
+		t.Fatalf("empty schedule: %+v (want nothing pending, the port up)", st.Port)
+	}
+}
+
 func TestControlErrors(t *testing.T) {
 	td := startTestDaemon(t, false)
 	nan := 2.0
@@ -264,6 +306,8 @@ func TestControlErrors(t *testing.T) {
 		{Request{Op: "link", Port: "p1", Rate: "fast"}, `rate "fast"`},
 		{Request{Op: "link", Port: "p1", Delay: "soon"}, `delay "soon"`},
 		{Request{Op: "link", Port: "p1", Loss: &nan}, "loss 2: a probability"},
+		{Request{Op: "link", Port: "p1", Schedule: []lab.ScheduleStep{{After: "1s", State: "down"}, {After: "1s", State: "up"}}}, "link: schedule[1].after \"1s\": not after"},
+		{Request{Op: "link", Port: "p1", State: "down", Schedule: []lab.ScheduleStep{{After: "1s", State: "off"}}}, `schedule[0].state "off"`},
 		{Request{Op: "capture", Ports: []string{"p1", "p7"}}, `no port "p7"`},
 		{Request{Op: "capture", Ports: []string{"p1", "p1"}}, "named twice"},
 	}

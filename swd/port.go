@@ -5,6 +5,7 @@ import (
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/rt"
 	"github.com/emufabric/emufabric/wire"
 )
@@ -48,6 +49,7 @@ type swPort struct {
 	tapQueued bool
 	connected bool
 	adminUp   bool
+	sched     *lab.LinkSchedule // the link's schedule (link op), nil when none was set
 
 	speed     uint64 // the switch port's speed (lab file)
 	rate      uint64 // the wire's rate (link rate; default the port speed)

@@ -1,0 +1,115 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/emufabric/emufabric/clock"
+)
+
+// manualClock is a clock whose time moves only by advance, running the
+// timers that fall due in time order.
+type manualClock struct {
+	now    clock.Time
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	c     *manualClock
+	f     func()
+	at    clock.Time
+	armed bool
+}
+
+func (c *manualClock) Now() clock.Time { return c.now }
+func (c *manualClock) NewTimer(f func()) clock.Timer {
+	t := &manualTimer{c: c, f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+func (t *manualTimer) Reset(at clock.Time) { t.at, t.armed = at, true }
+func (t *manualTimer) Stop() bool {
+	was := t.armed
+	t.armed = false
+	return was
+}
+func (t *manualTimer) When() (clock.Time, bool) { return t.at, t.armed }
+
+func (c *manualClock) advance(to clock.Time) {
+	for {
+		var next *manualTimer
+		for _, t := range c.timers {
+			if t.armed && t.at <= to && (next == nil || t.at < next.at) {
+				next = t
+			}
+		}
+		if next == nil {
+			c.now = to
+			return
+		}
+		c.now, next.armed = next.at, false
+		next.f()
+	}
+}
+
+// TestScheduleRoundTrip: a lab file's schedule survives the link op's
+// form exactly, and armed on a clock it changes the state at each step's
+// time counted from when it was armed.
+func TestScheduleRoundTrip(t *testing.T) {
+	evs := []LinkEvent{{At: 0, Up: false}, {At: 1500 * clock.Microsecond, Up: true}, {At: 2*clock.Millisecond + 3, Up: false}}
+	got, err := ParseSchedule(ScheduleSteps(evs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(evs) {
+		t.Fatalf("%d steps back, want %d", len(got), len(evs))
+	}
+	for i := range evs {
+		if got[i] != evs[i] {
+			t.Errorf("step %d: %+v, want %+v", i, got[i], evs[i])
+		}
+	}
+
+	c := &manualClock{now: 7 * clock.Millisecond} // armed at 7 ms: steps count from there
+	var seen []string
+	s := ArmLinkSchedule(c, evs, func(up bool) { seen = append(seen, c.now.String()+map[bool]string{true: " up", false: " down"}[up]) })
+	if s.Pending() != 3 {
+		t.Fatalf("pending %d, want 3", s.Pending())
+	}
+	c.advance(8600 * clock.Microsecond)
+	if s.Pending() != 1 {
+		t.Errorf("pending %d after two steps, want 1", s.Pending())
+	}
+	s.Stop() // a new schedule replaces this one: the third step never runs
+	c.advance(20 * clock.Millisecond)
+	want := []string{(7 * clock.Millisecond).String() + " down", (8500 * clock.Microsecond).String() + " up"}
+	if strings.Join(seen, ", ") != strings.Join(want, ", ") {
+		t.Errorf("changes %q, want %q", seen, want)
+	}
+	var none *LinkSchedule
+	none.Stop()
+	if none.Pending() != 0 {
+		t.Error("a nil schedule has steps pending")
+	}
+}
+
+// TestParseScheduleErrors: each bad step is refused with its index and
+// field.
+func TestParseScheduleErrors(t *testing.T) {
+	for _, c := range []struct {
+		steps []ScheduleStep
+		want  string
+	}{
+		{[]ScheduleStep{{"1ms", "down"}, {"1ms", "up"}}, "schedule[1].after \"1ms\": not after"},
+		{[]ScheduleStep{{"2ms", "down"}, {"1ms", "up"}}, "schedule[1].after \"1ms\": not after"},
+		{[]ScheduleStep{{"-1ms", "down"}}, "schedule[0].after"},
+		{[]ScheduleStep{{"10", "down"}}, "schedule[0].after: time \"10\": needs a unit"},
+		{[]ScheduleStep{{"1ms", "sideways"}}, "schedule[0].state \"sideways\": up or down"},
+		{[]ScheduleStep{{"", "up"}}, "schedule[0].after"},
+	} {
+		_, err := ParseSchedule(c.steps)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.steps, err, c.want)
+		}
+	}
+}
