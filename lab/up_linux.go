@@ -43,6 +43,11 @@ type UpOptions struct {
 	Grace time.Duration
 	// Progress receives one line per step (nil: silent).
 	Progress io.Writer
+	// Schedules runs the links' schedules (the lab file's `schedule:`) in
+	// real time, counted from the moment the lab is up. Off, they are the
+	// simulator's only: a schedule written for a simulated run of
+	// milliseconds would otherwise cut a link of the real lab right away.
+	Schedules bool
 }
 
 // Lab is a lab that Up built. It holds the lab's state lock until Release
@@ -256,8 +261,10 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	l.waitIBActive(ctx, plan, deadline, say)
 
 	// 6c. Link schedules, counted from now: the lab is up.
-	if err := l.armSchedules(plan, say); err != nil {
-		return l, err
+	if opt.Schedules {
+		if err := l.armSchedules(plan, say); err != nil {
+			return l, err
+		}
 	}
 
 	// 7. What was built.

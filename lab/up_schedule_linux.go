@@ -8,8 +8,8 @@ import (
 // scheduleTimeout bounds one daemon's answer to a schedule.
 const scheduleTimeout = 5 * time.Second
 
-// armSchedules hands every link's schedule (the lab file's `schedule:`)
-// to the daemon that owns the link's switch side, or its first end's when
+// armSchedules (UpOptions.Schedules) hands every link's schedule (the lab
+// file's `schedule:`) to the daemon that owns the link's switch side, or its first end's when
 // neither end is a switch, so the steps count from the moment the lab is
 // up: in the simulator they count from time 0, and a real lab's time 0 is
 // when up has brought every link up. The daemon runs it on its own clock

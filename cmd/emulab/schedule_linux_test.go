@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,17 +9,22 @@ import (
 	"github.com/emufabric/emufabric/swd"
 )
 
-// TestUpLinkSchedule: a link's schedule in the lab file runs in a real
-// lab too, counted from the moment up has brought the lab up: the switch
-// port goes down and comes back, with emunic hosts and with TAP hosts
-// (whose links are TAP ports of the switch), and traffic crosses it
-// again afterwards.
+// TestUpLinkSchedule: with --schedule a link's schedule in the lab file
+// runs in a real lab too, counted from the moment up has brought the lab
+// up: the switch port goes down and comes back, with emunic hosts and with
+// TAP hosts (whose links are TAP ports of the switch), and traffic crosses
+// it again afterwards. Without --schedule up leaves it to the simulator and
+// says so.
 func TestUpLinkSchedule(t *testing.T) {
 	e := newUpEnv(t)
 	for _, hosts := range []string{"nic", "tap"} {
 		t.Run(hosts, func(t *testing.T) {
 			l := e.lab(t, "testdata/up/schedule.yaml")
-			socks := e.up(t, l, hosts)
+			out, errOut, code := e.run(t, "up", "--hosts", hosts, "--schedule", l.file)
+			if code != 0 || !strings.Contains(errOut, "schedule of 2 change(s) armed on sw1:p2") || strings.Contains(errOut, "note: link") {
+				t.Fatalf("up --schedule: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			socks := recordedSockets(t, e.state, l.name)
 			st, err := lab.ReadStatus(e.state, l.name)
 			if err != nil || st.Info == nil {
 				t.Fatalf("status: %v", err)
@@ -62,4 +68,15 @@ func TestUpLinkSchedule(t *testing.T) {
 			e.down(t, l, socks)
 		})
 	}
+	t.Run("without --schedule", func(t *testing.T) {
+		l := e.lab(t, "testdata/up/schedule.yaml")
+		out, errOut, code := e.run(t, "up", "--hosts", "tap", l.file)
+		if code != 0 || !strings.Contains(errOut, "note: link h2:eth0-sw1:p2 has a schedule (2 change(s)); it runs in the simulator") || strings.Contains(errOut, "armed") {
+			t.Fatalf("up: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		socks := recordedSockets(t, e.state, l.name)
+		time.Sleep(500 * time.Millisecond) // past the schedule's first step
+		e.ping(t, l, "h1", "h2")
+		e.down(t, l, socks)
+	})
 }

@@ -29,6 +29,7 @@ type upFlags struct {
 	hosts    string
 	timeout  time.Duration
 	quiet    bool
+	schedule bool
 }
 
 func init() {
@@ -55,6 +56,12 @@ and run bin/emulab (go run builds emulab alone, in a temporary directory).
 does) instead of an emulated RNIC; it needs emuswitch only. --hosts auto (the
 default) uses emunic when it is found.
 
+A link's schedule (schedule: in the lab file) belongs to the simulator, whose
+run starts at time 0, unless --schedule is given: then each link's state
+changes run in real time, counted from the moment up has brought the lab up
+(the daemon owning the link's switch side runs them after up has exited).
+Without it, up says which links have a schedule it leaves alone.
+
 A lab that is already up is refused. An invalid lab file is reported as
 file:line: field: problem and nothing is created (exit status 2). On any other
 failure everything created is removed again (exit status 1). Interrupting up
@@ -72,6 +79,7 @@ failure everything created is removed again (exit status 1). Interrupting up
 	cmd.Flags().StringVar(&fl.hosts, "hosts", string(lab.HostsAuto), "what stands behind a host's interface: nic (emunic), tap (a TAP port of the switch) or auto")
 	cmd.Flags().DurationVar(&fl.timeout, "timeout", lab.DefaultReadyTimeout, "how long the daemons may take to be ready")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "no progress lines")
+	cmd.Flags().BoolVar(&fl.schedule, "schedule", false, "run the links' schedules in real time, counted from when the lab is up (default: the simulator's only)")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -101,6 +109,7 @@ func runUp(cmd *cobra.Command, file string, fl *upFlags) error {
 		Hosts:        mode,
 		ReadyTimeout: fl.timeout,
 		Progress:     progress,
+		Schedules:    fl.schedule,
 	})
 	if err != nil {
 		var fe *lab.FieldError
@@ -112,6 +121,14 @@ func runUp(cmd *cobra.Command, file string, fl *upFlags) error {
 	defer l.Release()
 	if err := l.Info.WriteTable(stdout); err != nil {
 		return err
+	}
+	if !fl.schedule {
+		for _, lk := range spec.Links {
+			if len(lk.Schedule) > 0 {
+				fmt.Fprintf(stderr, "note: link %s-%s has a schedule (%d change(s)); it runs in the simulator (emulab sim), not here: up --schedule runs it in real time from the moment the lab is up\n",
+					lk.A, lk.B, len(lk.Schedule))
+			}
+		}
 	}
 	stateFlag := ""
 	if fl.stateDir != lab.DefaultStateRoot {
