@@ -354,6 +354,9 @@ func TestCapture(t *testing.T) {
 	wire.IPv4(unknown[wire.EthernetSize:]).Encode(&wire.IPv4Fields{TotalLength: uint16(len(unknown) - wire.EthernetSize), TTL: 64, Protocol: wire.IPProtoUDP, Src: ipH1, Dst: [4]byte{192, 0, 2, 1}})
 	send(t, td.link[0], f, bcast, unknown)
 	recv(t, td.link[1], 2)
+	// The drop leaves nothing to receive; wait for its counter so that the
+	// PFC frame below, read by p2's reader, cannot overtake it.
+	waitFor(t, "the unrouted frame dropped", func() bool { return td.counters(t, "p1")["drop_no_route"] == 1 })
 	// h2 pauses priority 3 of the switch's p2 with a real PFC frame.
 	var times [8]uint16
 	times[3] = 0xFFFF
