@@ -4,7 +4,7 @@
 // (package nicd has the logic; this file wires flags to it).
 //
 //	emunic --lab FILE --node NAME --tap eth0@NETNS --port URI --control /path/ctl.sock
-//	       [--metrics ADDR] [--time-dilation N] [--log FILE]
+//	       [--metrics ADDR] [--time-dilation N] [--log FILE] [--cpuprofile FILE]
 //
 // URI is seqpacket-listen:/path.sock, seqpacket-dial:/path.sock,
 // shm-listen:/path.sock, shm-dial:/path.sock (frames in shared-memory
@@ -22,6 +22,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/emufabric/emufabric/lab"
@@ -46,6 +47,7 @@ func run(args []string, stdout io.Writer) error {
 	metrics := fs.String("metrics", "", "Prometheus /metrics listen address, e.g. 127.0.0.1:9101")
 	dilation := fs.Int("time-dilation", 1, "run the emulated link N times slower than the wall clock")
 	logFile := fs.String("log", "", "log file (default stderr)")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to FILE until exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -79,6 +81,17 @@ func run(args []string, stdout io.Writer) error {
 	// stops it too, and the daemon exits cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", *cpuprofile, err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", *cpuprofile, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	d, err := nicd.StartContext(ctx, nicd.Options{Spec: spec, Node: *node, TAP: *tap, Port: *port, Control: *control,
 		Metrics: *metrics, TimeDilation: *dilation, Log: logger})
 	if err != nil {
