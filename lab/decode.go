@@ -20,9 +20,13 @@ const (
 	DefaultDuration       = 10 * clock.Millisecond
 	DefaultDeadlockWindow = clock.Millisecond
 	DefaultSeed           = 1
+	// MaxTimeDilation bounds time_dilation: beyond it a microsecond of
+	// lab time outlasts a second of the wall, and the daemons' wall-clock
+	// timers (IB credit refresh, link-loss detection) lose meaning.
+	MaxTimeDilation = 10_000
 )
 
-var topKeys = []string{"name", "fabric", "topology", "qos", "ib", "dcqcn", "traffic", "sim"}
+var topKeys = []string{"name", "fabric", "topology", "qos", "ib", "dcqcn", "traffic", "sim", "time_dilation"}
 
 // decode builds the Spec from viper's settings. Problems are collected in
 // d.errs; the Spec is only valid when there are none.
@@ -45,6 +49,13 @@ func (d *decoder) decode(settings map[string]any) *Spec {
 	if v, p, ok := top.get("fabric"); ok {
 		if f, ok := d.enum(p, v, string(FabricRoCE), string(FabricIB)); ok {
 			s.Fabric = Fabric(f)
+		}
+	}
+
+	s.TimeDilation = 1
+	if v, p, ok := top.get("time_dilation"); ok {
+		if n, ok := d.integer(p, v, 1, MaxTimeDilation); ok {
+			s.TimeDilation = int(n)
 		}
 	}
 

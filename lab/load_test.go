@@ -51,8 +51,11 @@ func TestParseBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Name != "t1" || s.Fabric != FabricRoCE {
-		t.Errorf("name %q fabric %q", s.Name, s.Fabric)
+	if s.Name != "t1" || s.Fabric != FabricRoCE || s.TimeDilation != 1 {
+		t.Errorf("name %q fabric %q time_dilation %d", s.Name, s.Fabric, s.TimeDilation)
+	}
+	if d, err := Parse("t.yaml", []byte(replace(`name: t1`, "name: t1\ntime_dilation: 25"))); err != nil || d.TimeDilation != 25 {
+		t.Errorf("time_dilation: 25 decoded as %v, %v", d, err)
 	}
 	sw := s.Node("sw1")
 	if sw == nil || sw.Kind != KindSwitch || len(sw.Ports) != 4 || !sw.CutThrough || sw.HeaderBytes != 64 {
@@ -116,7 +119,13 @@ func TestParseErrors(t *testing.T) {
 		{"typo in key", replace(`delay: 1us`, `delya: 1us`),
 			`t.yaml:3: topology.defaults.delya: unknown key "delya" (did you mean "delay"?)`},
 		{"unknown top key", replace(`sim: {duration: 1ms}`, `simulation: {duration: 1ms}`),
-			`t.yaml:21: simulation: unknown key "simulation" (known keys: name, fabric, topology, qos, ib, dcqcn, traffic, sim)`},
+			`t.yaml:21: simulation: unknown key "simulation" (known keys: name, fabric, topology, qos, ib, dcqcn, traffic, sim, time_dilation)`},
+		{"time_dilation zero", replace(`name: t1`, "name: t1\ntime_dilation: 0"),
+			`t.yaml:2: time_dilation: 0 is out of range [1, 10000]`},
+		{"time_dilation fraction", replace(`name: t1`, "name: t1\ntime_dilation: 2.5"),
+			`t.yaml:2: time_dilation: expected a whole number, got 2.5`},
+		{"time_dilation word", replace(`name: t1`, "name: t1\ntime_dilation: slow"),
+			`t.yaml:2: time_dilation: expected a whole number, got "slow"`},
 		{"typo in table", replace(`  BUFFER_PG:`, `  BUFFER_PGS:`),
 			`t.yaml:17: qos.BUFFER_PGS: unknown key "BUFFER_PGS" (did you mean "BUFFER_PG"?)`},
 		{"xoff below MTU", replace(`xoff: 40KiB`, `xoff: 2048`),

@@ -51,6 +51,13 @@ type Spec struct {
 
 	Sim SimParams
 
+	// TimeDilation is time_dilation: N >= 1. A real lab's daemons run the
+	// emulated fabric N times slower than the wall clock (rt.Clock), so
+	// the built-in RDMA engine emulates link rates N times what the
+	// machine moves, and emulab perf reports in the lab's time. 1 is real
+	// time; the simulator, whose time is virtual, ignores it.
+	TimeDilation int
+
 	// hops caches hop counts towards each NIC (routing.go).
 	hops map[*Node][]int
 

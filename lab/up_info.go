@@ -11,7 +11,9 @@ type LabInfo struct {
 	Hosts    HostMode      `json:"hosts"`
 	StateDir string        `json:"state_dir"`
 	Took     time.Duration `json:"took_ns"`
-	Nodes    []NodeInfo    `json:"nodes"`
+	// TimeDilation is the lab file's time_dilation when above 1.
+	TimeDilation int        `json:"time_dilation,omitempty"`
+	Nodes        []NodeInfo `json:"nodes"`
 }
 
 // NodeInfo is one node of a built lab.

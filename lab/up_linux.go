@@ -447,6 +447,9 @@ func SleepContext(ctx context.Context, d time.Duration) error {
 // info is the LabInfo of a built lab.
 func (l *Lab) info(plan *upPlan, labFile string, took time.Duration) *LabInfo {
 	li := &LabInfo{Lab: l.Spec.Name, File: labFile, Fabric: l.Spec.Fabric, Hosts: plan.mode, StateDir: l.State.Dir, Took: took}
+	if l.Spec.TimeDilation > 1 {
+		li.TimeDilation = l.Spec.TimeDilation
+	}
 	for _, pn := range plan.nodes {
 		ni := NodeInfo{Name: pn.node.Name, Kind: pn.node.Kind, Namespace: pn.namespace}
 		if d := pn.daemon; d != nil {

@@ -13,6 +13,9 @@ import (
 // row shows its interface's address, MTU and MAC instead).
 func (li *LabInfo) WriteTable(w io.Writer) error {
 	fmt.Fprintf(w, "lab %s is up (%s, hosts %s, %.2fs); state %s\n", li.Lab, li.File, li.Hosts, li.Took.Seconds(), li.StateDir)
+	if li.TimeDilation > 1 {
+		fmt.Fprintf(w, "time dilation %d: the emulated fabric runs %d times slower than the wall clock\n", li.TimeDilation, li.TimeDilation)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tKIND\tNAMESPACE\tDAEMON\tPID\tPORT\tPEER\tTRANSPORT / ADDRESS")
 	for _, n := range li.Nodes {

@@ -57,7 +57,7 @@ type Options struct {
 	// Metrics is the listen address of the Prometheus endpoint ("" none).
 	Metrics string
 	// TimeDilation N >= 1 runs the emulated link N times slower than the
-	// wall clock (rt.Clock).
+	// wall clock (rt.Clock); 0 takes the lab file's time_dilation.
 	TimeDilation int
 	// Log receives the daemon's log lines; nil discards them.
 	Log *log.Logger
@@ -163,7 +163,11 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 			return nil, err
 		}
 	}
-	d.clk = rt.NewClock(o.TimeDilation)
+	dilation := o.TimeDilation
+	if dilation < 1 {
+		dilation = o.Spec.TimeDilation
+	}
+	d.clk = rt.NewClock(dilation)
 	if d.cfg.NIC.Fabric == nic.FabricIB {
 		// The IB link timing is wall time, as emuswitch's (swd/ib.go):
 		// in dilated time it is that many times shorter.

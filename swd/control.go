@@ -66,6 +66,7 @@ type Response struct {
 	Node          string      `json:"node,omitempty"`
 	Lab           string      `json:"lab,omitempty"`
 	UptimeSeconds float64     `json:"uptime_seconds,omitempty"`
+	TimeDilation  int         `json:"time_dilation,omitempty"` // status: the clock's factor N
 	Ports         any         `json:"ports,omitempty"`
 	Port          *PortStatus `json:"port,omitempty"`
 }
@@ -84,6 +85,7 @@ type StatusResponse struct {
 	Node          string       `json:"node"`
 	Lab           string       `json:"lab"`
 	UptimeSeconds float64      `json:"uptime_seconds"`
+	TimeDilation  int          `json:"time_dilation"`
 	Ports         []PortStatus `json:"ports"`
 	Port          *PortStatus  `json:"port"`
 }
@@ -316,7 +318,7 @@ func (d *Daemon) portStatus(p *swPort) PortStatus {
 }
 
 func (d *Daemon) status() Response {
-	r := Response{OK: true, Node: d.opts.Node, Lab: d.spec.Name, UptimeSeconds: d.Uptime().Seconds()}
+	r := Response{OK: true, Node: d.opts.Node, Lab: d.spec.Name, UptimeSeconds: d.Uptime().Seconds(), TimeDilation: d.clk.Dilation()}
 	ps := make([]PortStatus, 0, len(d.ports))
 	for _, p := range d.ports {
 		ps = append(ps, d.portStatus(p))

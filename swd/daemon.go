@@ -151,13 +151,17 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 	if err != nil {
 		return nil, fmt.Errorf("--node %s: %w", opts.Node, err)
 	}
+	dilation := opts.Dilation
+	if dilation < 1 {
+		dilation = spec.TimeDilation
+	}
+	d.clk = rt.NewClock(dilation) // before configureIB, which scales by it
 	if d.ib {
 		d.configureIB(spec, cfg)
 	} else {
 		addHostForwarding(spec, d.node, cfg)
 	}
 
-	d.clk = rt.NewClock(opts.Dilation)
 	d.loop = rt.NewLoop(d.clk)
 	d.loop.SetAfterEvent(d.afterEvent)
 	d.sw, err = switchcore.New(cfg, d.clk, d.loop.Pool())

@@ -62,7 +62,7 @@ const ibCreditPeriodWall = 100 * clock.Millisecond
 // configureIB completes the switch's IB configuration from the lab file.
 func (d *Daemon) configureIB(spec *lab.Spec, cfg *switchcore.Config) {
 	d.vls = cfg.IB.DataVLs
-	period := ibCreditPeriodWall / clock.Time(max(d.opts.Dilation, 1))
+	period := ibCreditPeriodWall / clock.Time(d.clk.Dilation())
 	if cfg.IB.CreditUpdateInterval < period {
 		cfg.IB.CreditUpdateInterval = period
 	}

@@ -14,7 +14,8 @@ type Options struct {
 	Ports   []PortBind // --port PORTNAME=URI, repeated
 	Control string     // --control PATH
 	Metrics string     // --metrics ADDR:PORT ("" = no HTTP server)
-	// Dilation is --time-dilation N (<= 1: real time).
+	// Dilation is --time-dilation N; 0 takes the lab file's time_dilation
+	// (1, real time, when the file has none).
 	Dilation int
 	// Log is --log FILE ("" = standard error).
 	Log string

@@ -110,6 +110,8 @@ type perfPlan struct {
 	tc       uint8 // 0: the NIC's own
 	timeout  uint8 // 0: the NIC's own (14)
 	outJSON  string
+	// dilation is the lab's time_dilation (from the source's emunic).
+	dilation int
 }
 
 // plan checks the flags against the test and perftest's limits. Every

@@ -131,8 +131,11 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	if dm := conns[0].pair.BQP.MTU; dm > 0 {
 		mtu = min(mtu, dm)
 	}
+	// The daemons' clocks run time_dilation times slower than the wall:
+	// every figure is reported, and -D counted, in the lab's time.
+	plan.dilation = max(status.TimeDilation, 1)
 	b := perfBanner{Title: plan.test.title(), Device: "emu_" + status.Port + " (" + src.Node + ")", QPs: plan.qps,
-		Depth: plan.depth, CQMod: plan.cqMod, MTU: mtu, SL: plan.sl, Remotes: plan.test.remote}
+		Depth: plan.depth, CQMod: plan.cqMod, MTU: mtu, SL: plan.sl, Remotes: plan.test.remote, Dilation: plan.dilation}
 	for _, c := range conns {
 		p := c.pair
 		b.Local = append(b.Local, perfSide{LID: p.AQP.LID, QPN: p.AQP.QPN, PSN: p.AQP.PSN, RKey: p.AMR.RKey, VAddr: p.AMR.Addr, GID: p.AQP.GID})
@@ -145,6 +148,9 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 		info := perfJSONInfo{Test: plan.test.title(), Device: "emu_" + status.Port, NumberOfQPs: plan.qps,
 			ConnectionType: "RC", TXDepth: plan.depth, CQModeration: plan.cqMod, Mtu: mtu, LinkType: b.linkType(),
 			DataExMethod: "emunic control sockets", Src: src.Lab + "/" + src.Node, Dst: dst.Lab + "/" + dst.Node}
+		if plan.dilation > 1 {
+			info.TimeDilation = plan.dilation
+		}
 		var results []any
 		for _, r := range oc.bw {
 			results = append(results, bwResultJSON(r, plan.gbits))
@@ -181,7 +187,7 @@ func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {
 // checks the destination memory after each.
 func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutcome, err error) {
 	op := plan.test.op
-	dur := time.Duration(plan.duration) * time.Second
+	dur := time.Duration(plan.duration) * time.Second * time.Duration(max(plan.dilation, 1)) // wall time
 	if plan.test.lat {
 		writeLatHeader(out, plan.duration > 0)
 	} else {
@@ -199,6 +205,8 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutco
 			if err != nil {
 				return oc, fmt.Errorf("%s %d bytes: %w", plan.test.name, size, err)
 			}
+			durationsToLabTime(samples, plan.dilation)
+			wall /= time.Duration(max(plan.dilation, 1))
 			st := newLatStats(size, samples, wall)
 			verr := verifyBuffers(conns, op, size)
 			st.Verified = verr == nil
@@ -213,6 +221,7 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutco
 		if err != nil {
 			return oc, fmt.Errorf("%s %d bytes: %w", plan.test.name, size, err)
 		}
+		row.toLabTime(plan.dilation)
 		verr := verifyBuffers(conns, op, size)
 		row.Verified = verr == nil
 		writeBWRow(out, row, plan.gbits)

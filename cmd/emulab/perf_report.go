@@ -44,6 +44,24 @@ type bwRow struct {
 	Verified bool
 }
 
+// toLabTime converts a row measured on the wall clock to the time of a lab
+// with time_dilation n: its fabric runs n times slower than the wall
+// (rt.Clock), so its rates are n times what the wall saw.
+func (r *bwRow) toLabTime(n int) {
+	f := float64(max(n, 1))
+	r.Peak *= f
+	r.Average *= f
+	r.MsgRate *= f
+}
+
+// durationsToLabTime converts wall-clock durations to a lab's time: n
+// times shorter.
+func durationsToLabTime(ds []time.Duration, n int) {
+	for i := range ds {
+		ds[i] /= time.Duration(max(n, 1))
+	}
+}
+
 // bwUnit converts bytes/s to the table's unit.
 func bwUnit(bps float64, gbits bool) float64 {
 	if gbits {
@@ -169,6 +187,9 @@ type perfBanner struct {
 	Local   []perfSide
 	Remote  []perfSide
 	Remotes bool // print RKey/VAddr (write and read)
+	// Dilation is the lab's time_dilation N; above 1 the banner says the
+	// figures are in the lab's time.
+	Dilation int
 }
 
 // linkType is perftest's "Link type": IB when the ports have LIDs.
@@ -202,6 +223,10 @@ func writeBanner(w io.Writer, b perfBanner) {
 	kv("Max inline data", "0[B]", "", "")
 	kv("rdma_cm QPs", "OFF", "", "")
 	kv("Data ex. method", "emunic control sockets", "", "")
+	if b.Dilation > 1 {
+		// Not a perftest line: a dilated lab's figures are its own time's.
+		kv("Time dilation", fmt.Sprintf("%d (rates and times in the lab's time; the machine moved 1/%d of each rate)", b.Dilation, b.Dilation), "", "")
+	}
 	fmt.Fprintln(w, perfLine)
 	line := func(who string, s perfSide) {
 		fmt.Fprintf(w, " %s address: LID 0x%04x QPN 0x%04x PSN 0x%06x", who, s.LID, s.QPN, s.PSN)
@@ -237,6 +262,9 @@ type perfJSONInfo struct {
 	BWUnit string `json:"BW_unit,omitempty"`
 	Src    string `json:"src"`
 	Dst    string `json:"dst"`
+	// TimeDilation is the lab's time_dilation when above 1: the results
+	// are in the lab's time.
+	TimeDilation int `json:"time_dilation,omitempty"`
 }
 
 type bwJSON struct {

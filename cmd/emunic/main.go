@@ -45,7 +45,7 @@ func run(args []string, stdout io.Writer) error {
 	port := fs.String("port", "", "link: seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH or udp:LOCAL,REMOTE")
 	control := fs.String("control", "", "control socket path (created with mode 0600)")
 	metrics := fs.String("metrics", "", "Prometheus /metrics listen address, e.g. 127.0.0.1:9101")
-	dilation := fs.Int("time-dilation", 1, "run the emulated link N times slower than the wall clock")
+	dilation := fs.Int("time-dilation", 0, "run the emulated link N times slower than the wall clock (default: the lab file's time_dilation, else 1)")
 	logFile := fs.String("log", "", "log file (default stderr)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to FILE until exit")
 	if err := fs.Parse(args); err != nil {
@@ -58,7 +58,7 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("--node is required")
 	case *port == "":
 		return fmt.Errorf("--port is required")
-	case *dilation < 1:
+	case *dilation < 0:
 		return fmt.Errorf("--time-dilation %d: must be >= 1", *dilation)
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected arguments %q", fs.Args())

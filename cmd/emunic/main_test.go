@@ -45,7 +45,7 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--node", "h1", "--port", "seqpacket-listen:/x"}, "--lab is required"},
 		{[]string{"--lab", labFile, "--port", "seqpacket-listen:/x"}, "--node is required"},
 		{[]string{"--lab", labFile, "--node", "h1"}, "--port is required"},
-		{[]string{"--lab", labFile, "--node", "h1", "--port", "x", "--time-dilation", "0"}, "--time-dilation 0"},
+		{[]string{"--lab", labFile, "--node", "h1", "--port", "x", "--time-dilation", "-2"}, "--time-dilation -2"},
 		{[]string{"--lab", labFile, "--node", "h1", "--port", "tcp:1.2.3.4:5"}, `--port "tcp:1.2.3.4:5"`},
 		{[]string{"--lab", labFile, "--node", "h7", "--port", "seqpacket-listen:" + dir + "/a.sock"}, `--node "h7"`},
 		{[]string{"--lab", labFile, "--node", "h1", "--tap", "eth0@../x", "--port", "seqpacket-listen:" + dir + "/b.sock"}, "--tap"},

@@ -80,7 +80,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.Control, "control", "", "control socket path (mode 0600)")
 	fs.StringArrayVar(&o.NoFlood, "no-flood", nil, "PORTNAME: do not flood broadcast/multicast out of or in from this port, a port outside the switches' spanning tree (repeat)")
 	fs.StringVar(&o.Metrics, "metrics", "", "serve Prometheus /metrics on ADDR:PORT")
-	fs.IntVar(&o.Dilation, "time-dilation", 1, "run the emulated fabric N times slower than the wall clock")
+	fs.IntVar(&o.Dilation, "time-dilation", 0, "run the emulated fabric N times slower than the wall clock (default: the lab file's time_dilation, else 1)")
 	fs.StringVar(&o.Log, "log", "", "log file (default standard error)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to FILE until exit")
 	if err := fs.Parse(args); err != nil {
