@@ -21,8 +21,11 @@ func TestUpStartHelper(t *testing.T) {
 		l = Start(t, spec) // emunic hosts when the module has emunic, else TAP hosts
 		socks = l.State.Sockets()
 
-		out, err := l.Exec("h1", "ping", "-c", "2", "-i", "0.2", "-W", "2", "10.0.0.2")
-		if err != nil || !strings.Contains(string(out), "2 received") {
+		// -w: wait up to 10 s for the 2 replies; without it ping gives up
+		// on the last one 200 ms after sending it (-i), which a loaded
+		// machine's stall of the emulated path exceeds.
+		out, err := l.Exec("h1", "ping", "-c", "2", "-i", "0.2", "-w", "10", "10.0.0.2")
+		if err != nil || !strings.Contains(string(out), " received") {
 			t.Fatalf("ping: %v\n%s", err, out)
 		}
 		// A failing command is an error naming the node; its output is
@@ -128,9 +131,12 @@ func TestUpFailures(t *testing.T) {
 	}{
 		{"exits", "echo 'emuswitch: --port p1=tap:eth0: cannot create'; exit 2", 10 * time.Second, 0,
 			[]string{"node sw1: emuswitch exited before it was ready (exit status 2)", "log/emuswitch-sw1.log", "--port p1=tap:eth0: cannot create"}},
-		{"never-ready", "echo starting; exec sleep 30", 300 * time.Millisecond, 0,
-			[]string{"node sw1: emuswitch not ready after 300ms", "log/emuswitch-sw1.log", "    starting"}},
-		{"no-tap", "echo ready; exec sleep 30", 300 * time.Millisecond, 0,
+		// 2 s, not less: the shell must have started and printed within
+		// the bound, for the log tail ("starting") or the wait for the TAP
+		// ("ready") to be what the error reports.
+		{"never-ready", "echo starting; exec sleep 30", 2 * time.Second, 0,
+			[]string{"node sw1: emuswitch not ready after 2s", "log/emuswitch-sw1.log", "    starting"}},
+		{"no-tap", "echo ready; exec sleep 30", 2 * time.Second, 0,
 			[]string{"node h1: interface eth0 did not appear in " + NamespacePrefix + spec.Name + "-h1 (emuswitch-sw1 creates it)"}},
 		{"cancelled", "exec sleep 30", 10 * time.Second, 200 * time.Millisecond,
 			[]string{"context canceled"}},

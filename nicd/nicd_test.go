@@ -230,13 +230,14 @@ func TestControlStatusCountersQos(t *testing.T) {
 	})
 }
 
+// waitFor polls ok until it holds. The bound is generous: a loaded CI
+// machine may stall a daemon for seconds; a passing run never waits it.
 func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
-	for i := 0; !ok(); i++ {
-		if i == 500 {
+	for deadline := time.Now().Add(30 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -694,7 +695,9 @@ func TestLinkOp(t *testing.T) {
 func TestLinkSchedule(t *testing.T) {
 	_, ctl := pairOfDaemons(t, testLab(t, ""))
 	c := dial(t, ctl[1])
-	if _, err := c.Call(&Request{Op: "link", Schedule: []lab.ScheduleStep{{After: "0", State: "down"}, {After: "200ms", State: "up"}}}, -1); err != nil {
+	// The down lasts 2 s: polled status must see it, and a stalled test
+	// would miss a shorter one and wait for a down that already passed.
+	if _, err := c.Call(&Request{Op: "link", Schedule: []lab.ScheduleStep{{After: "0", State: "down"}, {After: "2s", State: "up"}}}, -1); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the scheduled down", func() bool { st, err := c.Status(); return err == nil && st.AdminDown })

@@ -96,15 +96,15 @@ func startTestDaemon(t testing.TB, connect bool) *testDaemon {
 	return td
 }
 
+// waitFor polls cond until it holds. The bound is generous: a loaded CI
+// machine may stall the daemon for seconds; a passing run never waits it.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	for i := 0; i < 1000; i++ {
-		if cond() {
-			return
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // call sends one request on a fresh connection and decodes the response.
@@ -203,6 +203,9 @@ func TestForwardCountersAndLink(t *testing.T) {
 			t.Fatalf("forwarded frame differs:\n got %x\nwant %x", g, f)
 		}
 	}
+	// p2's writer goroutine counts its frames after the write that let the
+	// peer read them (as below, after the delay).
+	waitFor(t, "p2's transport counters", func() bool { return td.counters(t, "p2")["transport_tx_frames"] == 3 })
 	c1, c2 := td.counters(t, "p1"), td.counters(t, "p2")
 	for name, want := range map[string]uint64{"rx_packets_phy": 3, "rx_bytes_phy": 3 * uint64(len(f)), "rx_prio0_packets": 3, "transport_rx_frames": 3} {
 		if c1[name] != want {
@@ -266,7 +269,9 @@ func TestLinkSchedule(t *testing.T) {
 		return nil
 	}
 	var st StatusResponse
-	td.call(t, Request{Op: "link", Port: "p2", Schedule: []lab.ScheduleStep{{After: "0", State: "down"}, {After: "300ms", State: "up"}}}, &st)
+	// The up step leaves the test 2 s to see the port down and have a frame
+	// dropped there: a shorter window is missed when the machine stalls.
+	td.call(t, Request{Op: "link", Port: "p2", Schedule: []lab.ScheduleStep{{After: "0", State: "down"}, {After: "2s", State: "up"}}}, &st)
 	if !st.OK || st.Port == nil || st.Port.SchedulePending != 2 || !st.Port.AdminUp {
 		t.Fatalf("schedule set: %+v (want both steps pending, the port still up)", st.Port)
 	}

@@ -48,8 +48,11 @@ func TestUpLinkSchedule(t *testing.T) {
 				t.Fatalf("sw1 has no p2: %+v", r.Ports)
 				return swd.PortStatus{}
 			}
-			if p := p2(); !p.AdminUp || p.SchedulePending == 0 {
-				t.Fatalf("right after up: sw1:p2 %+v, want up with the schedule pending", p)
+			// The down step is due 300 ms after up armed it: a loaded
+			// machine may get here later, so only the pending up step is
+			// certain.
+			if p := p2(); p.SchedulePending == 0 {
+				t.Fatalf("right after up: sw1:p2 %+v, want the schedule pending", p)
 			}
 			var sawDown bool
 			deadline := time.Now().Add(20 * time.Second)
