@@ -65,8 +65,9 @@ type LinkChange struct {
 	Loss    *float64 `json:"loss,omitempty"`  // a probability in [0, 1]
 	Corrupt *float64 `json:"corrupt,omitempty"`
 	// Schedule replaces the port's link schedule (state changes at times
-	// from now); `emulab up` sends a link's lab-file schedule with it.
-	Schedule []ScheduleStep `json:"schedule,omitempty"`
+	// from now); `emulab up` sends a link's lab-file schedule with it. Not
+	// omitempty: an empty list cancels the schedule, null leaves it.
+	Schedule []ScheduleStep `json:"schedule"`
 }
 
 // Empty reports whether the change changes nothing.

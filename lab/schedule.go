@@ -69,7 +69,11 @@ func ArmLinkSchedule(clk clock.Clock, evs []LinkEvent, apply func(up bool)) *Lin
 	for _, ev := range evs {
 		up := ev.Up
 		t := clk.NewTimer(func() { apply(up) })
-		t.Reset(now + ev.At)
+		at := now + ev.At
+		if at < now {
+			at = clock.Never // beyond the clock's range: never
+		}
+		t.Reset(at)
 		s.timers = append(s.timers, t)
 	}
 	return s

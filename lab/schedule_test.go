@@ -113,3 +113,23 @@ func TestParseScheduleErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestScheduleBeyondTheClock: a step later than the clock can count
+// (ParseTime reads up to clock.Never) never runs; the sum of the arming
+// time and the step must not wrap to a time in the past.
+func TestScheduleBeyondTheClock(t *testing.T) {
+	evs, err := ParseSchedule([]ScheduleStep{{After: "9223372s", State: "down"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &manualClock{now: 60 * clock.Millisecond}
+	ran := false
+	s := ArmLinkSchedule(c, evs, func(bool) { ran = true })
+	c.advance(c.now + clock.Second)
+	if ran || s.Pending() != 1 {
+		t.Errorf("a step beyond the clock's range ran (%v) or is not pending (%d)", ran, s.Pending())
+	}
+	if at, _ := c.timers[0].When(); at != clock.Never {
+		t.Errorf("armed for %v, want never", at)
+	}
+}

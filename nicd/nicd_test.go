@@ -717,6 +717,16 @@ func TestLinkSchedule(t *testing.T) {
 	if st, err := c.Status(); err != nil || st.SchedulePending != 0 || st.AdminDown {
 		t.Fatalf("status after cancelling: %+v %v", st, err)
 	}
+	// A state set by hand takes the link over: the pending steps go.
+	if _, err := c.Call(&Request{Op: "link", Schedule: []lab.ScheduleStep{{After: "100s", State: "up"}}}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(&Request{Op: "link", State: "down"}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Status(); err != nil || st.SchedulePending != 0 || !st.AdminDown {
+		t.Fatalf("status after a down by hand: %+v %v", st, err)
+	}
 }
 
 // TestUDPLink: two daemons on a udp: link (the transport between

@@ -366,9 +366,20 @@ func (d *Daemon) link(req *Request) Response {
 	if req.State == "" && req.Rate == "" && req.Delay == "" && req.Loss == nil && req.Corrupt == nil && req.Schedule == nil {
 		return Response{Error: `link: give "state", "rate", "delay", "loss", "corrupt" or "schedule"`}
 	}
-	if req.Schedule != nil {
+	note := ""
+	switch {
+	case req.Schedule != nil:
 		p.sched.Stop()
 		p.sched = lab.ArmLinkSchedule(d.clk, sched, func(up bool) { d.scheduledState(p, up) })
+		if len(sched) == 0 {
+			note = " (schedule cancelled)"
+		}
+	case req.State != "" && p.sched.Pending() > 0:
+		// The operator takes the link over: a later step would undo
+		// what was just asked for.
+		note = fmt.Sprintf(" (cancels the schedule's %d pending step(s))", p.sched.Pending())
+		p.sched.Stop()
+		p.sched = nil
 	}
 	if req.State != "" {
 		p.adminUp = req.State == "up"
@@ -394,7 +405,7 @@ func (d *Daemon) link(req *Request) Response {
 	if req.Corrupt != nil {
 		p.corrupt = *req.Corrupt
 	}
-	d.log.Printf("link %s: %s", p.name, describeLink(req))
+	d.log.Printf("link %s: %s%s", p.name, describeLink(req), note)
 	s := d.portStatus(p)
 	return Response{OK: true, Port: &s}
 }

@@ -293,6 +293,15 @@ func TestLinkSchedule(t *testing.T) {
 	if !st.OK || st.Port.SchedulePending != 0 || !st.Port.AdminUp {
 		t.Fatalf("empty schedule: %+v (want nothing pending, the port up)", st.Port)
 	}
+
+	// A state set by hand takes the link over: the pending steps go.
+	td.call(t, Request{Op: "link", Port: "p2", Schedule: []lab.ScheduleStep{{After: "100s", State: "up"}}}, &st)
+	st = StatusResponse{}
+	td.call(t, Request{Op: "link", Port: "p2", State: "down"}, &st)
+	if !st.OK || st.Port.SchedulePending != 0 || st.Port.AdminUp {
+		t.Fatalf("down by hand: %+v (want the port down, nothing pending)", st.Port)
+	}
+	td.call(t, Request{Op: "link", Port: "p2", State: "up"}, &st)
 }
 
 func TestControlErrors(t *testing.T) {
