@@ -201,8 +201,9 @@ func TestNsPingIperf3(t *testing.T) {
 			t.Logf("no ping binary; the Go ICMP echo above is the check")
 			continue
 		}
-		out, err := exec.Command(ipPath, "netns", "exec", l.nsName(0), pingPath, "-c", "3", "-i", "0.2", "-W", "5", dst).CombinedOutput()
-		if err != nil || !strings.Contains(string(out), " 0% packet loss") {
+		// -c with -w: exit 0 once 3 replies came, within 10 s.
+		out, err := exec.Command(ipPath, "netns", "exec", l.nsName(0), pingPath, "-c", "3", "-i", "0.2", "-w", "10", dst).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), " 3 received") {
 			t.Fatalf("ping %s: %v\n%s", dst, err, out)
 		}
 	}

@@ -733,10 +733,10 @@ func TestLinkSchedule(t *testing.T) {
 // machines) move an RDMA WRITE intact.
 func TestUDPLink(t *testing.T) {
 	spec := testLab(t, "")
-	base := 20000 + os.Getpid()%20000
+	ports := freeUDPPorts(t, 2)
 	dir := t.TempDir()
 	for i, node := range []string{"h1", "h2"} {
-		uri := fmt.Sprintf("udp:127.0.0.1:%d,127.0.0.1:%d", base+i, base+1-i)
+		uri := fmt.Sprintf("udp:127.0.0.1:%d,127.0.0.1:%d", ports[i], ports[1-i])
 		d, err := Start(Options{Spec: spec, Node: node, Port: uri, Control: filepath.Join(dir, node+".sock")})
 		if err != nil {
 			t.Fatal(err)
@@ -923,4 +923,24 @@ func TestPercentile(t *testing.T) {
 	if r.Samples[0] != 5 {
 		t.Error("Percentile reordered the samples")
 	}
+}
+
+// freeUDPPorts returns n UDP ports of 127.0.0.1 that the kernel just gave
+// out as free (fixed numbers could meet another process's ephemeral port).
+func freeUDPPorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ports []int
+	var conns []net.PacketConn
+	for range n {
+		c, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		ports = append(ports, c.LocalAddr().(*net.UDPAddr).Port)
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	return ports
 }

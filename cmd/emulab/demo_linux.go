@@ -166,7 +166,7 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 		} else {
 			say("ping %s -> %s (%s): the hosts' kernels, through emunic, emuswitch and emunic", a.Name, b.Name, bIP)
 		}
-		out, err := l.ExecContext(ctx, a.Name, "ping", "-c", "3", "-i", "0.2", "-W", "2", bIP)
+		out, err := l.ExecContext(ctx, a.Name, "ping", "-c", "3", "-i", "0.2", "-w", "10", bIP)
 		stdout.Write(out)
 		if err != nil {
 			return fmt.Errorf("ping: %w", err)

@@ -40,13 +40,13 @@ const (
 	incastFlowMessages = 200
 	incastMessageSize  = 65536
 	incastPriority     = 3
-	// incastQPTimeout: the senders' local ACK timeout, 4.096 us x 2^20 =
-	// 4.3 s. The bottleneck queue holds what the four PGs buffer up to
+	// incastQPTimeout: the senders' local ACK timeout, 4.096 us x 2^22 =
+	// 17 s (a loaded machine may stall the lab for seconds). The bottleneck queue holds what the four PGs buffer up to
 	// XOFF plus what arrives after it (up to some 6 MB per PG, see the
 	// lab file): tens of MB, about a second at 200 Mb/s, far beyond the
 	// default 67 ms (2^14), after which a sender would retransmit
 	// messages that are only queued.
-	incastQPTimeout = 20
+	incastQPTimeout = 22
 )
 
 // swCapture is a capture running on a switch's control socket.
@@ -264,7 +264,9 @@ func TestIncastPFC(t *testing.T) {
 			t.Fatalf("flow %s -> h5: %v", senders[i], err)
 		}
 	}
-	sc.quiesce(300*time.Millisecond, 5*time.Second)
+	// The capture has drained when a second passes without a record (the
+	// switch may be descheduled for a few hundred milliseconds).
+	sc.quiesce(time.Second, 10*time.Second)
 	swAfter := switchCounters(t, ctl["sw1"])
 	nicAfter := map[string]map[string]uint64{}
 	for _, h := range append(senders, "h5") {

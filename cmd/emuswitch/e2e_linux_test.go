@@ -110,8 +110,11 @@ topology:
 	}
 	before := counters(t, ctl)
 
-	out, err := runIn(nsNames["h1"], pingPath, "-c", "5", "-i", "0.2", "-W", "5", "10.0.0.2")
-	if err != nil || !strings.Contains(out, " 0% packet loss") {
+	// -c with -w: ping exits 0 once 5 replies came, waiting up to 10 s for
+	// them (without -w the last reply has only 200 ms, which a stalled
+	// machine exceeds).
+	out, err := runIn(nsNames["h1"], pingPath, "-c", "5", "-i", "0.2", "-w", "10", "10.0.0.2")
+	if err != nil || !strings.Contains(out, " 5 received") {
 		t.Fatalf("ping: %v\n%s", err, out)
 	}
 	res := iperf3(t, nsNames, iperfPath)
