@@ -295,8 +295,34 @@ const earlyRun = 10 * time.Microsecond
 // (ties in arming order), at most maxFiresPerPass of them.
 func (c *Clock) runDue() {
 	now := c.WallNow()
+	c.runUntil(now, now+c.fromWall(earlyRun))
+}
+
+// catchUp runs, before the loop handles a received batch or a posted
+// function, the timers the wall clock has already passed, each at its due
+// time, as a discrete-event simulator orders events: the alarm that would
+// have run them woke the loop together with the event, or the loop was busy
+// or descheduled. Handled first, the event would set Now to the wall clock,
+// and since Now never goes backwards every overdue timer would then run at
+// the event's time, not its own: a port's serialization timer late by 300
+// us would lose 300 us of the link, and the frames it sends would carry
+// the event's time.
+func (c *Clock) catchUp() {
+	if len(c.heap.t) == 0 {
+		return
+	}
+	now := c.WallNow()
+	if c.heap.t[0].at > now {
+		return
+	}
+	c.runUntil(now, now)
+	c.dirty = true // settle points the alarm at what is left
+}
+
+// runUntil runs the callbacks of the timers due by due, at most
+// maxFiresPerPass of them; now bounds the replay (MaxLag).
+func (c *Clock) runUntil(now, due clock.Time) {
 	floor := now - c.maxLag
-	due := now + c.fromWall(earlyRun)
 	for i := 0; i < maxFiresPerPass && len(c.heap.t) > 0 && c.heap.t[0].at <= due; i++ {
 		t := c.heap.t[0]
 		c.heap.remove(0)

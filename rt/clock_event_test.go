@@ -62,3 +62,40 @@ func TestClockSettle(t *testing.T) {
 		t.Fatal(msg)
 	}
 }
+
+// TestClockTimersBeforeEvent: a timer the wall clock has passed runs
+// before the next received batch or posted function, at its own due time,
+// however the loop picks between the alarm and the event: handled first,
+// the event would move Now to the wall clock and the timer would run late
+// in virtual time (a serialization timer would lose the difference).
+func TestClockTimersBeforeEvent(t *testing.T) {
+	clk := NewClock(1)
+	clk.SetMaxLag(clock.Never / 4) // a stalled machine must not shorten the replay
+	l := NewLoop(clk)
+	go l.Run()
+	defer l.Close()
+	for round := range 20 {
+		type seen struct{ due, ran, event clock.Time }
+		res := make(chan seen, 1)
+		var s seen
+		tm := clk.NewTimer(func() { s.ran = clk.Now() })
+		l.Post(func() {
+			// Armed for 100 us from now; the loop stays in this event for
+			// 2 ms, so the timer is overdue when the next event is ready.
+			s.due = clk.Now() + 100*clock.Microsecond
+			tm.Reset(s.due)
+			time.Sleep(2 * time.Millisecond)
+		})
+		l.Post(func() {
+			s.event = clk.Now()
+			res <- s
+		})
+		r := <-res
+		if r.ran != r.due {
+			t.Fatalf("round %d: the overdue timer ran at %v, want its due time %v (the event after it is at %v)", round, r.ran, r.due, r.event)
+		}
+		if r.event < r.due {
+			t.Fatalf("round %d: the event at %v is before the timer's %v", round, r.event, r.due)
+		}
+	}
+}

@@ -99,10 +99,12 @@ func (l *Loop) Run() {
 		case <-wake:
 			l.clk.expire()
 		case b := <-l.rx:
+			l.clk.catchUp()
 			l.clk.beginEvent()
 			b.port.receive(b)
 			l.clk.endEvent()
 		case fn := <-l.posts:
+			l.clk.catchUp()
 			l.clk.beginEvent()
 			fn()
 			l.clk.endEvent()
