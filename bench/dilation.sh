@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dilation.sh: what time_dilation buys the built-in RDMA engine.
 #
-# For each DILATION:RATE pair (default 1:10G 4:10G 4:40G 8:100G) it brings
+# For each DILATION:RATE pair (default 1:5G 10:5G 1:10G 10:10G 10:40G 10:100G) it brings
 # up two emunic hosts behind one emuswitch (MTU 4200, 1 us links, the
 # given rate, `time_dilation: DILATION`), runs `emulab perf write_bw -s
 # 65536 -n ITERS --report_gbits` from h1 to h2 (figures in the lab's
@@ -16,7 +16,7 @@
 # Usage: sudo bench/dilation.sh [--iters N] [--runs N] [DILATION:RATE ...]
 set -euo pipefail
 
-ITERS=4000
+ITERS=2000
 RUNS=1
 PAIRS=()
 while [[ $# -gt 0 ]]; do
@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 	*) echo "dilation.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
-[[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=(1:10G 4:10G 4:40G 8:100G)
+[[ ${#PAIRS[@]} -gt 0 ]] || PAIRS=(1:5G 10:5G 1:10G 10:10G 10:40G 10:100G)
 [[ "$ITERS" =~ ^[1-9][0-9]*$ ]] || { echo "dilation.sh: --iters $ITERS: a positive whole number" >&2; exit 2; }
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "dilation.sh: --runs $RUNS: a positive whole number" >&2; exit 2; }
 for p in "${PAIRS[@]}"; do
