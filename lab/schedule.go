@@ -30,6 +30,24 @@ func ScheduleSteps(evs []LinkEvent) []ScheduleStep {
 	return out
 }
 
+// ShiftSchedule is evs counted from by later: every step by earlier. The
+// steps already due then collapse into their last one, at 0 (it says the
+// state the link is in by now).
+func ShiftSchedule(evs []LinkEvent, by clock.Time) []LinkEvent {
+	out := make([]LinkEvent, 0, len(evs))
+	for _, ev := range evs {
+		ev.At -= by
+		if ev.At <= 0 {
+			ev.At = 0
+			if len(out) > 0 {
+				out = out[:0] // a later step already due supersedes it
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
 // ParseSchedule checks a link op's schedule as the lab file's is checked:
 // every time a valid, non-negative time later than the step before it,
 // every state up or down. Errors name the step.

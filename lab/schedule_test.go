@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -131,5 +132,33 @@ func TestScheduleBeyondTheClock(t *testing.T) {
 	}
 	if at, _ := c.timers[0].When(); at != clock.Never {
 		t.Errorf("armed for %v, want never", at)
+	}
+}
+
+// TestShiftSchedule: a schedule armed later than its time 0 keeps its
+// steps' times from time 0; those already due collapse into the last.
+func TestShiftSchedule(t *testing.T) {
+	ms := clock.Millisecond
+	evs := []LinkEvent{{At: 1 * ms, Up: false}, {At: 2 * ms, Up: true}, {At: 5 * ms, Up: false}}
+	for _, c := range []struct {
+		by   clock.Time
+		want []LinkEvent
+	}{
+		{0, evs},
+		{500 * clock.Microsecond, []LinkEvent{{At: 500 * clock.Microsecond}, {At: 1500 * clock.Microsecond, Up: true}, {At: 4500 * clock.Microsecond}}},
+		{1 * ms, []LinkEvent{{At: 0}, {At: 1 * ms, Up: true}, {At: 4 * ms}}},
+		{3 * ms, []LinkEvent{{At: 0, Up: true}, {At: 2 * ms}}},
+		{9 * ms, []LinkEvent{{At: 0}}},
+	} {
+		got := ShiftSchedule(evs, c.by)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("shift by %v: %v, want %v", c.by, got, c.want)
+		}
+		if _, err := ParseSchedule(ScheduleSteps(got)); err != nil {
+			t.Errorf("shift by %v: %v", c.by, err)
+		}
+	}
+	if evs[0].At != ms {
+		t.Error("ShiftSchedule changed its input")
 	}
 }

@@ -3,6 +3,8 @@ package lab
 import (
 	"fmt"
 	"time"
+
+	"github.com/emufabric/emufabric/clock"
 )
 
 // scheduleTimeout bounds one daemon's answer to a schedule.
@@ -19,10 +21,17 @@ func (l *Lab) armSchedules(plan *upPlan, say func(string, ...any)) error {
 	for _, pn := range plan.nodes {
 		daemons[pn.node] = pn.daemon
 	}
+	// Every link's steps count from one moment, t0, although each daemon
+	// takes its schedule a request later than the one before: each link's
+	// steps are sent shifted by the time elapsed since t0 (in the lab's
+	// time), so cuts on different links keep their order and spacing.
+	t0 := time.Now()
+	dilation := clock.Time(max(l.Spec.TimeDilation, 1))
 	for _, lk := range l.Spec.Links {
 		if len(lk.Schedule) == 0 {
 			continue
 		}
+		elapsed := clock.Time(time.Since(t0).Nanoseconds()) * clock.Nanosecond / dilation
 		end := lk.A
 		if end.Node.Kind != KindSwitch && lk.B.Node.Kind == KindSwitch {
 			end = lk.B
@@ -33,7 +42,7 @@ func (l *Lab) armSchedules(plan *upPlan, say func(string, ...any)) error {
 			// link's other end is then a switch.
 			return fmt.Errorf("%s: line %d: link %s-%s: schedule: no daemon owns %s", l.Spec.File, lk.Line, lk.A, lk.B, end)
 		}
-		if _, err := SetLink(d.control, LinkChange{Port: end.Name, Schedule: ScheduleSteps(lk.Schedule)}, scheduleTimeout); err != nil {
+		if _, err := SetLink(d.control, LinkChange{Port: end.Name, Schedule: ScheduleSteps(ShiftSchedule(lk.Schedule, elapsed))}, scheduleTimeout); err != nil {
 			return fmt.Errorf("%s: line %d: link %s-%s: schedule: %w", l.Spec.File, lk.Line, lk.A, lk.B, err)
 		}
 		say("link %s-%s: schedule of %d change(s) armed on %s", lk.A, lk.B, len(lk.Schedule), end)
