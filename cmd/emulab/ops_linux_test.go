@@ -602,7 +602,8 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 		t.Errorf("capture -w - after SIGINT: %v\n%s", err, msgs)
 	}
 	pw.Close()
-	if r := <-done; r.err != nil || r.icmp != 12 {
+	// At least 12: a late reply makes ping (-w) send a fourth request.
+	if r := <-done; r.err != nil || r.icmp < 12 {
 		t.Errorf("capture sw1:p2 h2:eth0 -w - of 3 pings: %d records, %d ICMP echo, %v; want 12\n%s", r.n, r.icmp, r.err, msgs)
 	}
 	if !strings.Contains(msgs.String(), "Capturing on 'sw1:p2', 'h2:eth0'") {
@@ -729,7 +730,7 @@ func testExtcapCapture(t *testing.T, e *upEnv, l *upLab, iface string) {
 	if err := <-exited; err != nil {
 		t.Errorf("extcap --capture after SIGTERM: %v\n%s", err, errOut.String())
 	}
-	if r := <-done; r.err != nil || r.icmp != 6 {
+	if r := <-done; r.err != nil || r.icmp < 6 { // 6, or more after a late reply (ping -w)
 		t.Errorf("extcap capture of %s over 3 pings: %d records, %d ICMP echo, %v; want 6\n%s", iface, r.n, r.icmp, r.err, errOut.String())
 	}
 }
