@@ -53,6 +53,9 @@ func TestPerfTimeDilation(t *testing.T) {
 			}
 		}
 	}
+	if out := e.mustRun(t, "status", l.name); !strings.Contains(out, ", time dilation 4\n") {
+		t.Errorf("status does not say the lab is dilated:\n%s", out)
+	}
 	// Kernel traffic crosses a dilated lab too, four times slower.
 	e.ping(t, l, "h1", "h2")
 

@@ -86,7 +86,11 @@ func writeStatus(w io.Writer, st *lab.LabStatus) {
 	}
 	fmt.Fprintf(w, "lab %s: %s; state %s\n", st.Name, state, st.Dir)
 	if st.Info != nil {
-		fmt.Fprintf(w, "  file %s, hosts %s\n", st.Info.File, st.Info.Hosts)
+		fmt.Fprintf(w, "  file %s, hosts %s", st.Info.File, st.Info.Hosts)
+		if st.Info.TimeDilation > 1 {
+			fmt.Fprintf(w, ", time dilation %d", st.Info.TimeDilation)
+		}
+		fmt.Fprintln(w)
 	}
 
 	alive := map[string]lab.ProcStatus{}
