@@ -35,7 +35,11 @@ source (read_bw: the requester's buffer with the responder's); a mismatch is
 an error (exit status 1).
 
 Latency samples are timed from the post to the completion as emulab sees
-them, so each includes the control socket's round trips.`,
+them, so each includes the control socket's round trips.
+
+In a lab with time_dilation N (the lab file's key) every rate and time is
+reported in the lab's time: rates N times, latencies 1/N of what the wall
+clock saw, and -D counts seconds of the lab's time.`,
 		Args: cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
