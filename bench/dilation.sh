@@ -40,25 +40,8 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 command -v ip >/dev/null || { echo "dilation.sh: ip is missing (Debian: apt-get install iproute2)" >&2; exit 1; }
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-tmp=$(mktemp -d)
-state="$tmp/state"
-mkdir -p "$state"
-bin="${EMULAB_BIN:-}"
-if [[ -z "$bin" ]]; then
-	bin="$tmp/bin"
-	echo "building emulab, emuswitch, emunic ..." >&2
-	(cd "$root" && go build -o "$bin/" ./cmd/...)
-fi
-emulab() { "$bin/emulab" "$@"; }
-cleanup() {
-	for l in $(ls "$state" 2>/dev/null); do
-		emulab down --state-dir "$state" "$l" >/dev/null 2>&1 || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
+# shellcheck source=lab_env.sh
+source "$(dirname "$0")/lab_env.sh"
 
 stat1() { # stat1 NODE[:PORT] NAME [--hw]: one counter of `emulab stats`
 	emulab stats --state-dir "$state" ${3:-} "$lab/$1" | awk -v n="$2" '$1 == n || $1 == n ":" { print $2 }'

@@ -39,27 +39,9 @@ for t in ip ping iperf3; do
 	command -v "$t" >/dev/null || { echo "ib_figures.sh: $t is missing (Debian: apt-get install iproute2 iputils-ping iperf3)" >&2; exit 1; }
 done
 
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/.." && pwd)
-tmp=$(mktemp -d)
-state="$tmp/state"
-mkdir -p "$state"
-bin="${EMULAB_BIN:-}"
-if [[ -z "$bin" ]]; then
-	bin="$tmp/bin"
-	echo "building emulab, emuswitch, emunic ..." >&2
-	(cd "$root" && go build -o "$bin/" ./cmd/...)
-fi
-emulab() { "$bin/emulab" "$@"; }
+# shellcheck source=lab_env.sh
+source "$(dirname "$0")/lab_env.sh"
 S=(--state-dir "$state")
-
-cleanup() {
-	for l in $(ls "$state" 2>/dev/null); do
-		emulab down "${S[@]}" "$l" >/dev/null 2>&1 || true
-	done
-	rm -rf "$tmp"
-}
-trap cleanup EXIT INT TERM
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }

@@ -125,7 +125,7 @@ func runUp(cmd *cobra.Command, file string, fl *upFlags) error {
 	if !fl.schedule {
 		for _, lk := range spec.Links {
 			if len(lk.Schedule) > 0 {
-				fmt.Fprintf(stderr, "note: link %s-%s has a schedule (%d change(s)); it runs in the simulator (emulab sim), not here: up --schedule runs it in real time from the moment the lab is up\n",
+				fmt.Fprintf(stderr, "note: link %s-%s has a schedule (%d change(s)); it runs in the simulator (emulab sim), not here: up --schedule runs it in the real lab from the moment it is up\n",
 					lk.A, lk.B, len(lk.Schedule))
 			}
 		}

@@ -22,9 +22,9 @@ import (
 	"log"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"syscall"
 
+	"github.com/emufabric/emufabric/internal/cpuprof"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nicd"
 	"github.com/spf13/pflag"
@@ -82,15 +82,11 @@ func run(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+		stop, err := cpuprof.Start(*cpuprofile)
 		if err != nil {
-			return fmt.Errorf("--cpuprofile %s: %w", *cpuprofile, err)
+			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile %s: %w", *cpuprofile, err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	d, err := nicd.StartContext(ctx, nicd.Options{Spec: spec, Node: *node, TAP: *tap, Port: *port, Control: *control,
 		Metrics: *metrics, TimeDilation: *dilation, Log: logger})

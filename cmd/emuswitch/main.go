@@ -44,9 +44,9 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/pprof"
 	"syscall"
 
+	"github.com/emufabric/emufabric/internal/cpuprof"
 	"github.com/emufabric/emufabric/swd"
 	"github.com/spf13/pflag"
 )
@@ -111,15 +111,11 @@ func run(args []string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
+		stop, err := cpuprof.Start(*cpuprofile)
 		if err != nil {
-			return fmt.Errorf("--cpuprofile %s: %w", *cpuprofile, err)
+			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("--cpuprofile %s: %w", *cpuprofile, err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	d, err := swd.NewContext(ctx, o, logw)
 	if err != nil {
