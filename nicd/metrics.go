@@ -38,6 +38,10 @@ func (d *Daemon) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	bw := bufio.NewWriter(w)
 	WriteMetrics(bw, d.cfg.Lab, d.cfg.NIC.Name, d.cfg.Port, resp)
+	// N: the NIC's clock runs N times slower than the wall clock (the lab
+	// file's time_dilation); its rates and times are in that clock.
+	fmt.Fprintf(bw, "# TYPE emu_nic_time_dilation gauge\nemu_nic_time_dilation{lab=%q,node=%q,port=%q} %d\n",
+		d.cfg.Lab, d.cfg.NIC.Name, d.cfg.Port, d.clk.Dilation())
 	bw.Flush()
 }
 

@@ -542,6 +542,9 @@ func TestStormAndMetrics(t *testing.T) {
 		}
 		return n >= 3
 	})
+	if !strings.Contains(body, "\nemu_nic_time_dilation{lab=\"b2b\",node=\"h2\",port=\"eth0\"} 1\n") {
+		t.Errorf("no time dilation gauge in the metrics:\n%s", body)
+	}
 	// Priority 3 was paused (PFC is honoured on 3 by default) for a
 	// measurable time; priority 0 never.
 	var dur3, dur0 time.Duration

@@ -60,6 +60,8 @@ func (d *Daemon) metricsText() []byte {
 	add("emu_build_info", "gauge", "Build information of the emulator daemon (value 1).",
 		"{"+base+`,daemon="emuswitch",goversion="`+escLabel(runtime.Version())+`"}`, 1)
 	add("emu_uptime_seconds", "gauge", "Seconds since the daemon started.", "{"+base+"}", d.Uptime().Seconds())
+	add("emu_time_dilation", "gauge", "N: the daemon's clock runs N times slower than the wall clock (the lab file's time_dilation; 1 is real time); its rates and times are in that clock.",
+		"{"+base+"}", float64(d.clk.Dilation()))
 	for _, p := range d.ports {
 		pl := base + `,port="` + escLabel(p.name) + `"`
 		c := d.sw.Counters(p.idx)
