@@ -206,6 +206,19 @@ func (c *Client) PostSend(qp uint32, wr *WorkRequest, repeat int) (int, error) {
 	return r.Posted, err
 }
 
+// PerfBW runs perftest's bandwidth loop in the daemon (perf_bw.go) and
+// returns when it is done.
+func (c *Client) PerfBW(p *BWParams) (*BWResult, error) {
+	r, err := c.Call(&Request{Op: "perf_bw", BW: p}, -1)
+	if err != nil {
+		return nil, err
+	}
+	if r.BW == nil {
+		return nil, errors.New("perf_bw: no result")
+	}
+	return r.BW, nil
+}
+
 // PostRecv posts a receive work request repeat times.
 func (c *Client) PostRecv(qp uint32, wr *WorkRequest, repeat int) (int, error) {
 	r, err := c.Call(&Request{Op: "post_recv", QP: qp, WR: wr, Repeat: repeat}, -1)

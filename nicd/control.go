@@ -197,6 +197,10 @@ func (s *controlServer) serveConn(c *net.UnixConn) {
 				s.d.log.Printf("capture: %v", err)
 			}
 			return
+		} else if req.Op == "perf_bw" {
+			// The run takes as long as the client asked (-D): if the
+			// client goes away meanwhile (Ctrl-C), the run stops.
+			resp = s.whileConnected(c, br, sess, func() *Response { return s.d.handle(sess, &req, fr) })
 		} else {
 			resp = s.d.handle(sess, &req, fr)
 		}
@@ -204,6 +208,28 @@ func (s *controlServer) serveConn(c *net.UnixConn) {
 			return
 		}
 	}
+}
+
+// whileConnected runs fn with sess.gone closed as soon as the client's end
+// of c is closed (a read finds EOF). The watch ends with fn: a read
+// deadline in the past unblocks it, and a client that sent more meanwhile
+// keeps its bytes in br.
+func (s *controlServer) whileConnected(c *net.UnixConn, br *bufio.Reader, sess *session, fn func() *Response) *Response {
+	gone := make(chan struct{})
+	watched := make(chan struct{})
+	sess.gone = gone
+	go func() {
+		defer close(watched)
+		if _, err := br.Peek(1); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			close(gone)
+		}
+	}()
+	resp := fn()
+	_ = c.SetReadDeadline(time.Now())
+	<-watched
+	_ = c.SetReadDeadline(time.Time{})
+	sess.gone = nil
+	return resp
 }
 
 // readLine reads one newline-terminated line of at most maxRequest bytes.

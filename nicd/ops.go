@@ -59,6 +59,8 @@ func (d *Daemon) handle(s *session, req *Request, fr *fdReader) *Response {
 		resp, err = s.postRecv(req)
 	case "poll_cq":
 		resp, err = s.pollCQ(req)
+	case "perf_bw":
+		resp, err = s.perfBW(req)
 	case "":
 		err = errors.New(`request without "op"`)
 	default:

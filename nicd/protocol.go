@@ -25,6 +25,7 @@ import (
 //	{"op":"post_send","qp":H,"wr":{...},"repeat":N}
 //	{"op":"post_recv","qp":H,"wr":{...},"repeat":N}
 //	{"op":"poll_cq","cq":H,"max":N,"min":M,"timeout_ms":T}
+//	{"op":"perf_bw","bw":{"qp":H,"cq":H,"wr":{...},"depth":N,"iters":N,"cq_mod":N,"duration_ms":T}}  bw: the run (perf_bw.go)
 //	{"op":"destroy_qp","qp":H}
 //
 // Handles (H) name a session's objects; a session is one connection, and
@@ -85,6 +86,9 @@ type Request struct {
 	Max       int `json:"max,omitempty"`
 	Min       int `json:"min,omitempty"`
 	TimeoutMs int `json:"timeout_ms,omitempty"`
+
+	// perf_bw: perftest's bandwidth loop, run by the daemon
+	BW *BWParams `json:"bw,omitempty"`
 }
 
 // Response is one control response.
@@ -111,6 +115,8 @@ type Response struct {
 	QP     *QPInfo `json:"qp,omitempty"`
 	Posted int     `json:"posted,omitempty"`
 	WC     []WC    `json:"wc,omitempty"`
+	// perf_bw
+	BW *BWResult `json:"bw,omitempty"`
 }
 
 // Status is the daemon's state.

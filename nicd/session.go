@@ -29,6 +29,10 @@ type session struct {
 
 	mapMu sync.Mutex
 	maps  [][]byte // every mapping ever made, unmapped once
+
+	// gone is closed when the client left during a long request
+	// (perf_bw); nil otherwise. The connection's goroutine only.
+	gone <-chan struct{}
 }
 
 type mrEntry struct {
@@ -392,6 +396,8 @@ func (s *session) pollCQ(req *Request) (*Response, error) {
 			return &Response{WC: out}, nil
 		case <-s.d.closing:
 			return &Response{WC: out}, ErrClosed
+		case <-s.gone:
+			return &Response{WC: out}, errClientGone
 		}
 	}
 }

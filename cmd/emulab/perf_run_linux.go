@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -127,7 +126,8 @@ type bwRun struct {
 	samples     []perfSample
 }
 
-// runBandwidth is perftest's bandwidth client loop on one QP: keep depth
+// runBandwidth runs perftest's bandwidth loop on one QP, in the requester's
+// emunic (nicd perf_bw), and collects its result: keep depth
 // work requests in flight, every cqMod-th signaled (CQ moderation; with
 // RC, a signaled completion means every earlier request of the QP
 // completed too), for iters messages or, with duration > 0, until the
@@ -137,15 +137,6 @@ type bwRun struct {
 // is stocked and restocked from its side.
 func runBandwidth(p *nicd.Pair, op nic.WROpcode, size, iters int, duration time.Duration, cqMod int) (bwRun, error) {
 	var r bwRun
-	target := iters
-	if duration > 0 {
-		target = math.MaxInt
-	}
-	wr := &nicd.WorkRequest{Opcode: op,
-		SG:         []nicd.SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
-		RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}
-	signaled := func(i int) bool { return (i+1)%cqMod == 0 || i == target-1 }
-
 	var restock *perfRestock
 	if op == nic.IBV_WR_SEND {
 		var err error
@@ -154,84 +145,25 @@ func runBandwidth(p *nicd.Pair, op nic.WROpcode, size, iters int, duration time.
 		}
 		defer restock.stop()
 	}
-
-	posted, done := 0, 0
-	// post posts the next k requests: runs of unsignaled ones, each
-	// closed by a signaled one, in one control round trip per run.
-	post := func(k int) error {
-		for k > 0 {
-			n := 0
-			for n < k && !signaled(posted+n) {
-				n++
-			}
-			if n > 0 {
-				wr.WRID, wr.Signaled = uint64(posted), false
-				got, err := p.A.PostSend(p.AQP.Handle, wr, n)
-				posted += got
-				k -= got
-				if err != nil {
-					return err
-				}
-			}
-			if k > 0 {
-				wr.WRID, wr.Signaled = uint64(posted), true
-				got, err := p.A.PostSend(p.AQP.Handle, wr, 1)
-				posted += got
-				k -= got
-				if err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	r.first = time.Now()
-	deadline := r.first.Add(duration)
-	r.samples = append(r.samples, perfSample{at: r.first})
-	if err := post(min(p.Depth, target)); err != nil {
+	// The loop itself runs in the requester's emunic (nicd/perf_bw.go), as
+	// perftest runs on the host next to its RNIC: completions are then
+	// microseconds from the repost, not a control round trip and a wait
+	// for this process's CPU.
+	res, err := p.A.PerfBW(&nicd.BWParams{QP: p.AQP.Handle, CQ: p.ACQ,
+		WR: nicd.WorkRequest{Opcode: op, SG: []nicd.SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
+			RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey},
+		Depth: p.Depth, Iters: iters, CQMod: cqMod, DurationMs: int(duration / time.Millisecond)})
+	if err != nil {
 		return r, err
 	}
-	for done < target {
-		if duration > 0 && target == math.MaxInt && !time.Now().Before(deadline) {
-			// Time is up: stop at a signaled request, so the last
-			// completion tells that everything arrived.
-			last := signaled(posted - 1) // under the open-ended target
-			target = posted
-			if !last {
-				target = posted + 1
-			}
-		}
-		sig := 0
-		for i := done; i < posted; i++ {
-			if signaled(i) {
-				sig++
-			}
-		}
-		wcs, err := p.A.PollCQ(p.ACQ, p.Depth, max(1, sig/2), perfPollTimeout)
-		if err != nil {
-			return r, err
-		}
-		if len(wcs) == 0 {
-			return r, fmt.Errorf("no completion within %v after %d of %d messages", perfPollTimeout, done, posted)
-		}
-		for _, w := range wcs {
-			if w.Status != nic.IBV_WC_SUCCESS {
-				return r, fmt.Errorf("message %d: %v", w.WRID, w.Status)
-			}
-			done = max(done, int(w.WRID)+1)
-		}
-		r.last = time.Now()
-		r.samples = append(r.samples, perfSample{at: r.last, bytes: uint64(done) * uint64(size)})
-		if k := min(p.Depth-(posted-done), target-posted); k > 0 {
-			if err := post(k); err != nil {
-				return r, err
-			}
-		}
+	r.msgs = res.Msgs
+	r.bytes = res.Msgs * uint64(size)
+	r.first, r.last = time.Unix(0, res.FirstNs), time.Unix(0, res.LastNs)
+	for _, s := range res.Samples {
+		r.samples = append(r.samples, perfSample{at: time.Unix(0, s.AtNs), bytes: s.Bytes})
 	}
-	r.msgs = uint64(done)
-	r.bytes = uint64(done) * uint64(size)
 	if restock != nil {
-		if err := restock.wait(done); err != nil {
+		if err := restock.wait(int(res.Msgs)); err != nil {
 			return r, err
 		}
 	}

@@ -1,0 +1,183 @@
+package nicd
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/emufabric/emufabric/nic"
+)
+
+// The perftest bandwidth loop, run inside the requester's emunic.
+//
+// ib_write_bw runs on the host next to its RNIC, where a completion is
+// microseconds from the loop that reposts. Played by a client across the
+// control socket, every completion costs a round trip and waits for the
+// client's process to get a CPU: with perftest's tx depth 128 and CQ
+// moderation 100 the send queue holds 28 unsent messages when a signaled
+// completion returns (1.5 ms at 10 Gb/s), which a descheduled client
+// misses, and the link idles (docs/performance.md). So a client asks for
+// the whole loop with one perf_bw request, and the daemon runs it on the
+// session's own verbs (postSend, pollCQ): the same calls, without the
+// socket and the other process.
+
+// BWParams are a perf_bw request's: keep Depth work requests like WR in
+// flight on QP, every CQMod-th signaled (and the last), for Iters messages
+// or, with DurationMs > 0, until that much wall time has passed (then up
+// to a signaled request). WR's WRID and Signaled are the loop's.
+type BWParams struct {
+	QP         uint32      `json:"qp"`
+	CQ         uint32      `json:"cq"`
+	WR         WorkRequest `json:"wr"`
+	Depth      int         `json:"depth"`
+	Iters      int         `json:"iters"`
+	CQMod      int         `json:"cq_mod"`
+	DurationMs int         `json:"duration_ms,omitempty"`
+}
+
+// BWSample is the bytes completed by a time (Unix nanoseconds, the
+// daemon's wall clock), one per completion batch.
+type BWSample struct {
+	AtNs  int64  `json:"at_ns"`
+	Bytes uint64 `json:"bytes"`
+}
+
+// BWResult is a perf_bw run: messages completed, the time of the first
+// post and of the last completion, and the samples between.
+type BWResult struct {
+	Msgs    uint64     `json:"msgs"`
+	FirstNs int64      `json:"first_ns"`
+	LastNs  int64      `json:"last_ns"`
+	Samples []BWSample `json:"samples"`
+}
+
+// errClientGone ends a long request whose client closed its connection.
+var errClientGone = errors.New("the client closed its connection")
+
+// bwPollTimeout bounds the wait for one completion: a lossless fabric may
+// pause a sender, but not for this long.
+const bwPollTimeout = 10 * time.Second
+
+func (p *BWParams) check() error {
+	switch {
+	case p.Depth < 1:
+		return fmt.Errorf("perf_bw: depth %d: at least 1", p.Depth)
+	case p.CQMod < 1 || p.CQMod > p.Depth:
+		return fmt.Errorf("perf_bw: cq_mod %d: 1 to the depth (%d)", p.CQMod, p.Depth)
+	case p.Iters < 1 && p.DurationMs <= 0:
+		return fmt.Errorf("perf_bw: iters %d: at least 1 (or a duration)", p.Iters)
+	case p.DurationMs < 0:
+		return fmt.Errorf("perf_bw: duration_ms %d: not negative", p.DurationMs)
+	}
+	return nil
+}
+
+// perfBW runs the loop on the session's QP; the connection waits for it.
+func (s *session) perfBW(req *Request) (*Response, error) {
+	p := req.BW
+	if p == nil {
+		return nil, errors.New("perf_bw: no bw")
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	var size uint64
+	for _, sg := range p.WR.SG {
+		size += uint64(sg.Length)
+	}
+	target := p.Iters
+	if p.DurationMs > 0 {
+		target = math.MaxInt
+	}
+	signaled := func(i int) bool { return (i+1)%p.CQMod == 0 || i == target-1 }
+	wr := p.WR
+	posted, done := 0, 0
+	send := func(n int) (int, error) {
+		r, err := s.postSend(&Request{QP: p.QP, WR: &wr, Repeat: n})
+		if r == nil {
+			return 0, err
+		}
+		return r.Posted, err
+	}
+	// post posts the next k requests: runs of unsignaled ones, each closed
+	// by a signaled one, one post_send per run.
+	post := func(k int) error {
+		for k > 0 {
+			n := 0
+			for n < k && !signaled(posted+n) {
+				n++
+			}
+			if n > 0 {
+				wr.WRID, wr.Signaled = uint64(posted), false
+				got, err := send(n)
+				posted += got
+				k -= got
+				if err != nil {
+					return err
+				}
+			}
+			if k > 0 {
+				wr.WRID, wr.Signaled = uint64(posted), true
+				got, err := send(1)
+				posted += got
+				k -= got
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	var res BWResult
+	first := time.Now()
+	res.FirstNs = first.UnixNano()
+	res.Samples = append(res.Samples, BWSample{AtNs: res.FirstNs})
+	deadline := first.Add(time.Duration(p.DurationMs) * time.Millisecond)
+	if err := post(min(p.Depth, target)); err != nil {
+		return nil, err
+	}
+	for done < target {
+		select {
+		case <-s.gone:
+			return nil, fmt.Errorf("perf_bw: %w after %d of %d messages", errClientGone, done, posted)
+		default:
+		}
+		if p.DurationMs > 0 && target == math.MaxInt && !time.Now().Before(deadline) {
+			// Time is up: stop at a signaled request, so the last
+			// completion tells that everything arrived.
+			target = posted
+			if !signaled(posted - 1) {
+				target = posted + 1
+			}
+		}
+		sig := 0
+		for i := done; i < posted; i++ {
+			if signaled(i) {
+				sig++
+			}
+		}
+		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: p.Depth, Min: max(1, sig/2), TimeoutMs: int(bwPollTimeout / time.Millisecond)})
+		if err != nil {
+			return nil, err
+		}
+		if len(r.WC) == 0 {
+			return nil, fmt.Errorf("perf_bw: no completion within %v after %d of %d messages", bwPollTimeout, done, posted)
+		}
+		for _, w := range r.WC {
+			if w.Status != nic.IBV_WC_SUCCESS {
+				return nil, fmt.Errorf("perf_bw: message %d: %v", w.WRID, w.Status)
+			}
+			done = max(done, int(w.WRID)+1)
+		}
+		res.LastNs = time.Now().UnixNano()
+		res.Samples = append(res.Samples, BWSample{AtNs: res.LastNs, Bytes: uint64(done) * size})
+		if k := min(p.Depth-(posted-done), target-posted); k > 0 {
+			if err := post(k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res.Msgs = uint64(done)
+	return &Response{BW: &res}, nil
+}
