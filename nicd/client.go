@@ -219,6 +219,20 @@ func (c *Client) PerfBW(p *BWParams) (*BWResult, error) {
 	return r.BW, nil
 }
 
+// PerfLat runs ib_write_lat / ib_read_lat's loop in the daemon and
+// returns each message's post-to-completion time.
+func (c *Client) PerfLat(p *LatParams) ([]time.Duration, error) {
+	r, err := c.Call(&Request{Op: "perf_lat", Lat: p}, -1)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(r.LatNs))
+	for i, ns := range r.LatNs {
+		out[i] = time.Duration(ns)
+	}
+	return out, nil
+}
+
 // PostRecv posts a receive work request repeat times.
 func (c *Client) PostRecv(qp uint32, wr *WorkRequest, repeat int) (int, error) {
 	r, err := c.Call(&Request{Op: "post_recv", QP: qp, WR: wr, Repeat: repeat}, -1)

@@ -61,6 +61,8 @@ func (d *Daemon) handle(s *session, req *Request, fr *fdReader) *Response {
 		resp, err = s.pollCQ(req)
 	case "perf_bw":
 		resp, err = s.perfBW(req)
+	case "perf_lat":
+		resp, err = s.perfLat(req)
 	case "":
 		err = errors.New(`request without "op"`)
 	default:

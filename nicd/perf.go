@@ -228,9 +228,11 @@ func (r LatencyResult) Percentile(p float64) time.Duration {
 
 // Latency is ib_write_lat / ib_read_lat / ib_send_lat's measurement seen
 // from A: one message in flight, each timed from its post to its
-// completion as the client sees them, so a sample includes the control
-// socket's two round trips (the engine's own wire time is in its
-// counters and captures, not here).
+// completion. WRITE and READ run in A's daemon (perf_lat), as perftest
+// runs next to its RNIC, so a sample is the fabric's round trip through
+// the daemons; SEND, whose responder must post a receive for each
+// message, is driven from the client, and its samples include the control
+// socket's two round trips.
 func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) {
 	res := LatencyResult{Op: op, Size: size}
 	switch op {
@@ -244,6 +246,11 @@ func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) 
 	wr := &WorkRequest{Opcode: op, Signaled: true,
 		SG:         []SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
 		RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}
+	if op != nic.IBV_WR_SEND {
+		s, err := p.A.PerfLat(&LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Iters: iters})
+		res.Samples = s
+		return res, err
+	}
 	rwr := &WorkRequest{SG: []SGE{{Addr: p.BMR.Addr, Length: uint32(size), LKey: p.BMR.LKey}}}
 	for i := range iters {
 		if op == nic.IBV_WR_SEND {

@@ -181,3 +181,58 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 	res.Msgs = uint64(done)
 	return &Response{BW: &res}, nil
 }
+
+// LatParams are a perf_lat request's: Iters messages like WR on QP, one at
+// a time, each signaled (WR's WRID and Signaled are the loop's).
+type LatParams struct {
+	QP    uint32      `json:"qp"`
+	CQ    uint32      `json:"cq"`
+	WR    WorkRequest `json:"wr"`
+	Iters int         `json:"iters"`
+}
+
+// perfLat is ib_write_lat / ib_read_lat's loop run in the requester's
+// daemon: each message timed from its post to its completion, on the
+// session's verbs, so a sample is the fabric's round trip without the
+// control socket's.
+func (s *session) perfLat(req *Request) (*Response, error) {
+	p := req.Lat
+	if p == nil {
+		return nil, errors.New("perf_lat: no lat")
+	}
+	if p.Iters < 1 {
+		return nil, fmt.Errorf("perf_lat: iters %d: at least 1", p.Iters)
+	}
+	if p.WR.Opcode != nic.IBV_WR_RDMA_WRITE && p.WR.Opcode != nic.IBV_WR_RDMA_READ {
+		return nil, fmt.Errorf("perf_lat: opcode %v: RDMA WRITE or READ (SEND needs the responder's receives)", p.WR.Opcode)
+	}
+	wr := p.WR
+	wr.Signaled = true
+	samples := make([]int64, 0, p.Iters)
+	for i := range p.Iters {
+		select {
+		case <-s.gone:
+			return nil, fmt.Errorf("perf_lat: %w after %d of %d messages", errClientGone, i, p.Iters)
+		default:
+		}
+		wr.WRID = uint64(i)
+		t0 := time.Now()
+		if r, err := s.postSend(&Request{QP: p.QP, WR: &wr, Repeat: 1}); err != nil {
+			return nil, err
+		} else if r.Posted != 1 {
+			return nil, fmt.Errorf("perf_lat: message %d not posted", i)
+		}
+		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: 1, Min: 1, TimeoutMs: int(bwPollTimeout / time.Millisecond)})
+		if err != nil {
+			return nil, err
+		}
+		if len(r.WC) != 1 {
+			return nil, fmt.Errorf("perf_lat: no completion within %v for message %d", bwPollTimeout, i)
+		}
+		if r.WC[0].Status != nic.IBV_WC_SUCCESS {
+			return nil, fmt.Errorf("perf_lat: message %d: %v", i, r.WC[0].Status)
+		}
+		samples = append(samples, time.Since(t0).Nanoseconds())
+	}
+	return &Response{LatNs: samples}, nil
+}

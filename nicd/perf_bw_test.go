@@ -110,3 +110,47 @@ func TestPerfBWClientGone(t *testing.T) {
 		t.Error("the run of a closed client reported no error")
 	}
 }
+
+// TestPerfLat: the daemon times WRITEs and READs one at a time, one sample
+// each; SEND and bad parameters are refused with the field named.
+func TestPerfLat(t *testing.T) {
+	_, ctl := pairOfDaemons(t, testLab(t, ""))
+	a, b := dial(t, ctl[0]), dial(t, ctl[1])
+	const size = 4096
+	p, err := NewPair(a, b, PairConfig{BufSize: size, Depth: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for _, op := range []nic.WROpcode{nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_READ} {
+		fill(p.ABuf.Bytes, uint64(op)+1)
+		fill(p.BBuf.Bytes, uint64(op)+2)
+		res, err := p.Latency(op, size, 20)
+		if err != nil || len(res.Samples) != 20 {
+			t.Fatalf("%v: %d samples, %v", op, len(res.Samples), err)
+		}
+		for _, s := range res.Samples {
+			if s <= 0 {
+				t.Fatalf("%v: sample %v", op, s)
+			}
+		}
+		if !bytes.Equal(p.ABuf.Bytes, p.BBuf.Bytes) {
+			t.Errorf("%v: the buffers differ", op)
+		}
+	}
+	wr := WorkRequest{Opcode: nic.IBV_WR_SEND, SG: []SGE{{Addr: p.AMR.Addr, Length: size, LKey: p.AMR.LKey}}}
+	for _, c := range []struct {
+		lat  LatParams
+		want string
+	}{
+		{LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Iters: 1}, "perf_lat: opcode"},
+		{LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Iters: 0}, "perf_lat: iters 0"},
+	} {
+		if _, err := a.PerfLat(&c.lat); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.lat, err, c.want)
+		}
+	}
+	if _, err := a.Call(&Request{Op: "perf_lat"}, -1); err == nil || !strings.Contains(err.Error(), "perf_lat: no lat") {
+		t.Errorf("no lat: %v", err)
+	}
+}
