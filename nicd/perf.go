@@ -109,8 +109,8 @@ func (r PerfResult) Gbps() float64 {
 
 // Run is ib_write_bw / ib_read_bw / ib_send_bw: iters messages of size
 // bytes from A's buffer to B's (READ: from B's into A's), Depth in
-// flight, every one signaled. For SEND, B's receive queue is kept stocked
-// from B's side.
+// flight, every one signaled, run by A's daemon (perf_bw). For SEND, B's
+// receive queue is kept stocked from B's side by the client.
 func (p *Pair) Run(op nic.WROpcode, size, iters int) (PerfResult, error) {
 	res := PerfResult{Op: op, Size: size}
 	switch op {
@@ -136,41 +136,15 @@ func (p *Pair) Run(op nic.WROpcode, size, iters int) (PerfResult, error) {
 		recvErr <- nil
 	}
 	defer close(stopRecv)
-	start := time.Now()
-	posted, done := 0, 0
-	post := func(k int) error {
-		wr.WRID = uint64(posted)
-		n, err := p.A.PostSend(p.AQP.Handle, wr, k)
-		posted += n
-		return err
-	}
-	if err := post(min(p.Depth, iters)); err != nil {
+	// A's daemon runs the post-and-poll loop (perf_bw), every request
+	// signaled.
+	r, err := p.A.PerfBW(&BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Depth: p.Depth, Iters: iters, CQMod: 1})
+	if err != nil {
 		return res, err
 	}
-	for done < iters {
-		want := max(1, min(p.Depth/2, iters-done))
-		wcs, err := p.A.PollCQ(p.ACQ, p.Depth, want, 10*time.Second)
-		if err != nil {
-			return res, err
-		}
-		if len(wcs) == 0 {
-			return res, fmt.Errorf("perf: no completion within 10 s after %d of %d messages", done, iters)
-		}
-		for _, w := range wcs {
-			if w.Status != nic.IBV_WC_SUCCESS {
-				return res, fmt.Errorf("perf: message %d: %v", w.WRID, w.Status)
-			}
-		}
-		done += len(wcs)
-		if k := min(len(wcs), iters-posted); k > 0 {
-			if err := post(k); err != nil {
-				return res, err
-			}
-		}
-	}
-	res.Elapsed = time.Since(start)
-	res.Messages = done
-	res.Bytes = uint64(done) * uint64(size)
+	res.Elapsed = time.Duration(r.LastNs - r.FirstNs)
+	res.Messages = int(r.Msgs)
+	res.Bytes = r.Msgs * uint64(size)
 	if op == nic.IBV_WR_SEND {
 		if err := <-recvErr; err != nil {
 			return res, err
