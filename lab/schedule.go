@@ -97,6 +97,40 @@ func ArmLinkSchedule(clk clock.Clock, evs []LinkEvent, apply func(up bool)) *Lin
 	return s
 }
 
+// Change applies a link op to a port's schedule s (nil: none) and returns
+// the schedule the port keeps, with a note for the daemon's log ("" when
+// nothing changed). A schedule in the op (evs non-nil, from ParseSchedule)
+// replaces s, an empty one cancelling it; otherwise a state set by hand
+// (byHand) takes the link over and cancels the steps s still has, since a
+// later step would undo what was just asked for. Both daemons' link ops
+// (emuswitch, emunic) go through it, so the policy is one. On the clock's
+// goroutine.
+func (s *LinkSchedule) Change(clk clock.Clock, evs []LinkEvent, byHand bool, apply func(up bool)) (*LinkSchedule, string) {
+	switch {
+	case evs != nil:
+		s.Stop()
+		if len(evs) == 0 {
+			return nil, "schedule cancelled"
+		}
+		return ArmLinkSchedule(clk, evs, apply), fmt.Sprintf("schedule of %d step(s) armed", len(evs))
+	case byHand && s.Pending() > 0:
+		note := fmt.Sprintf("set by hand: cancels the schedule's %d pending step(s)", s.Pending())
+		s.Stop()
+		return nil, note
+	}
+	return s, ""
+}
+
+// StepNote is the log line's text for a step that ran: the state and
+// the steps left.
+func (s *LinkSchedule) StepNote(up bool) string {
+	st := "down"
+	if up {
+		st = "up"
+	}
+	return fmt.Sprintf("%s (schedule; %d step(s) left)", st, s.Pending())
+}
+
 // Stop cancels the steps that have not run; nil is a no-op.
 func (s *LinkSchedule) Stop() {
 	if s == nil {

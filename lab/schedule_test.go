@@ -162,3 +162,37 @@ func TestShiftSchedule(t *testing.T) {
 		t.Error("ShiftSchedule changed its input")
 	}
 }
+
+// TestScheduleChange: the link op's policy over a port's schedule, one
+// for both daemons: a schedule replaces, an empty one cancels, a state set
+// by hand cancels what is pending, and anything else leaves it.
+func TestScheduleChange(t *testing.T) {
+	c := &manualClock{}
+	var states []bool
+	apply := func(up bool) { states = append(states, up) }
+	two := []LinkEvent{{At: clock.Millisecond}, {At: 2 * clock.Millisecond, Up: true}}
+
+	s, note := (*LinkSchedule)(nil).Change(c, two, false, apply)
+	if s.Pending() != 2 || note != "schedule of 2 step(s) armed" {
+		t.Fatalf("armed: %d pending, %q", s.Pending(), note)
+	}
+	if s2, note := s.Change(c, nil, false, apply); s2 != s || note != "" {
+		t.Errorf("a rate change touched the schedule: %q", note)
+	}
+	s, note = s.Change(c, nil, true, apply)
+	if s != nil || note != "set by hand: cancels the schedule's 2 pending step(s)" {
+		t.Errorf("by hand: %v, %q", s, note)
+	}
+	if s2, note := s.Change(c, nil, true, apply); s2 != nil || note != "" {
+		t.Errorf("by hand with nothing pending: %q", note)
+	}
+	s, _ = s.Change(c, two, false, apply)
+	s, note = s.Change(c, []LinkEvent{}, false, apply)
+	if s != nil || note != "schedule cancelled" {
+		t.Errorf("cancel: %v, %q", s, note)
+	}
+	c.advance(10 * clock.Millisecond)
+	if len(states) != 0 {
+		t.Errorf("stopped steps ran: %v", states)
+	}
+}

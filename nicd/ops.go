@@ -239,22 +239,13 @@ func (d *Daemon) opLink(req *Request) (*Response, error) {
 		if req.State != "" {
 			d.setAdminDown(req.State == "down")
 		}
-		switch {
-		case req.Schedule != nil:
-			d.sched.Stop()
-			d.sched = lab.ArmLinkSchedule(d.clk, sched, func(up bool) {
-				d.setAdminDown(!up)
-				d.log.Printf("link %s: %s (schedule; %d step(s) left)", d.cfg.Port, map[bool]string{true: "up", false: "down"}[up], d.sched.Pending())
-			})
-			if len(sched) == 0 {
-				d.log.Printf("link %s: schedule cancelled", d.cfg.Port)
-			}
-		case d.sched.Pending() > 0:
-			// A state set by hand takes the link over: a later step
-			// would undo it.
-			d.log.Printf("link %s: %s by hand cancels the schedule's %d pending step(s)", d.cfg.Port, req.State, d.sched.Pending())
-			d.sched.Stop()
-			d.sched = nil
+		var note string
+		d.sched, note = d.sched.Change(d.clk, sched, req.State != "", func(up bool) {
+			d.setAdminDown(!up)
+			d.log.Printf("link %s: %s", d.cfg.Port, d.sched.StepNote(up))
+		})
+		if note != "" {
+			d.log.Printf("link %s: %s", d.cfg.Port, note)
 		}
 	})
 	if err != nil {

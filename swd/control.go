@@ -366,20 +366,10 @@ func (d *Daemon) link(req *Request) Response {
 	if req.State == "" && req.Rate == "" && req.Delay == "" && req.Loss == nil && req.Corrupt == nil && req.Schedule == nil {
 		return Response{Error: `link: give "state", "rate", "delay", "loss", "corrupt" or "schedule"`}
 	}
-	note := ""
-	switch {
-	case req.Schedule != nil:
-		p.sched.Stop()
-		p.sched = lab.ArmLinkSchedule(d.clk, sched, func(up bool) { d.scheduledState(p, up) })
-		if len(sched) == 0 {
-			note = " (schedule cancelled)"
-		}
-	case req.State != "" && p.sched.Pending() > 0:
-		// The operator takes the link over: a later step would undo
-		// what was just asked for.
-		note = fmt.Sprintf(" (cancels the schedule's %d pending step(s))", p.sched.Pending())
-		p.sched.Stop()
-		p.sched = nil
+	var note string
+	p.sched, note = p.sched.Change(d.clk, sched, req.State != "", func(up bool) { d.scheduledState(p, up) })
+	if note != "" {
+		note = " (" + note + ")"
 	}
 	if req.State != "" {
 		p.adminUp = req.State == "up"
@@ -415,7 +405,7 @@ func (d *Daemon) link(req *Request) Response {
 func (d *Daemon) scheduledState(p *swPort, up bool) {
 	p.adminUp = up
 	p.syncUp()
-	d.log.Printf("link %s: %s (schedule; %d step(s) left)", p.name, map[bool]string{true: "up", false: "down"}[up], p.sched.Pending())
+	d.log.Printf("link %s: %s", p.name, p.sched.StepNote(up))
 }
 
 func errOr(err error, s string) any {
