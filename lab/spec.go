@@ -619,3 +619,12 @@ func (n *Node) Port(name string) *Port {
 
 // String returns "node:port".
 func (p *Port) String() string { return p.Node.Name + ":" + p.Name }
+
+// Dilation is the factor a daemon's clock runs by: its --time-dilation
+// flag when given (>= 1), else the file's time_dilation (1 when unset).
+func (s *Spec) Dilation(flag int) int {
+	if flag >= 1 {
+		return flag
+	}
+	return max(s.TimeDilation, 1)
+}

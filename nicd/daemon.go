@@ -163,11 +163,7 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 			return nil, err
 		}
 	}
-	dilation := o.TimeDilation
-	if dilation < 1 {
-		dilation = o.Spec.TimeDilation
-	}
-	d.clk = rt.NewClock(dilation)
+	d.clk = rt.NewClock(o.Spec.Dilation(o.TimeDilation))
 	if d.cfg.NIC.Fabric == nic.FabricIB {
 		// The IB link timing is wall time, as emuswitch's (swd/ib.go):
 		// in dilated time it is that many times shorter.

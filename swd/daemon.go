@@ -151,11 +151,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 	if err != nil {
 		return nil, fmt.Errorf("--node %s: %w", opts.Node, err)
 	}
-	dilation := opts.Dilation
-	if dilation < 1 {
-		dilation = spec.TimeDilation
-	}
-	d.clk = rt.NewClock(dilation) // before configureIB, which scales by it
+	d.clk = rt.NewClock(spec.Dilation(opts.Dilation)) // before configureIB, which scales by it
 	if d.ib {
 		d.configureIB(spec, cfg)
 	} else {
