@@ -26,7 +26,7 @@ func (l *Lab) armSchedules(plan *upPlan, say func(string, ...any)) error {
 	// steps are sent shifted by the time elapsed since t0 (in the lab's
 	// time), so cuts on different links keep their order and spacing.
 	t0 := time.Now()
-	dilation := clock.Time(max(l.Spec.TimeDilation, 1))
+	dilation := clock.Time(l.Spec.Dilation(0))
 	for _, lk := range l.Spec.Links {
 		if len(lk.Schedule) == 0 {
 			continue
