@@ -82,6 +82,14 @@ var crc16Tables = func() (t [8][256]uint16) {
 // Splitting the computation lets a switch recompute the VCRC over a rewritten
 // LRH and an untouched remainder without copying.
 func CRC16Update(reg uint16, b []byte) uint16 {
+	if len(b) >= crc16FoldMin && crc16HaveFold {
+		reg, b = crc16UpdateFold(reg, b)
+	}
+	return crc16UpdateTable(reg, b)
+}
+
+// crc16UpdateTable is CRC16Update by table lookups alone.
+func crc16UpdateTable(reg uint16, b []byte) uint16 {
 	t := &crc16Tables
 	for len(b) >= 8 {
 		reg ^= uint16(b[0]) | uint16(b[1])<<8

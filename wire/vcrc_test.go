@@ -40,19 +40,35 @@ func TestVCRCCheckValue(t *testing.T) {
 
 func TestVCRCMatchesBitwise(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Every length up to 300 (the tables' loop and tail, and the fold's
+	// threshold of 128 bytes with every remainder mod 16 and 64), then
+	// packet sizes up to a jumbo, each at every alignment of its start.
+	lens := make([]int, 0, 320)
 	for n := range 300 {
-		b := make([]byte, n)
-		for i := range b {
-			b[i] = byte(rng.Uint32())
+		lens = append(lens, n)
+	}
+	lens = append(lens, 511, 512, 513, 1000, 1500, 2048+7, 4096, 4096+30, 8191, 9216)
+	buf := make([]byte, 9216+8)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	for _, n := range lens {
+		for off := range 8 {
+			if n > 300 && off > 0 && off != 3 {
+				continue
+			}
+			b := buf[off : off+n]
+			if got, want := wire.VCRC(b), crc16Bitwise(b); got != want {
+				t.Fatalf("len %d at offset %d: VCRC 0x%04x, bitwise 0x%04x", n, off, got, want)
+			}
 		}
-		if got, want := wire.VCRC(b), crc16Bitwise(b); got != want {
-			t.Fatalf("len %d: VCRC 0x%04x, bitwise 0x%04x", n, got, want)
-		}
-		// Split computation equals the one-shot one.
-		cut := n / 3
-		reg := wire.CRC16Update(wire.CRC16Start, b[:cut])
-		if got := wire.CRC16Finish(wire.CRC16Update(reg, b[cut:])); got != wire.VCRC(b) {
-			t.Fatalf("len %d: split VCRC 0x%04x", n, got)
+		// Split computation equals the one-shot one, wherever the cut.
+		b := buf[:n]
+		for _, cut := range []int{n / 3, rng.IntN(n + 1)} {
+			reg := wire.CRC16Update(wire.CRC16Start, b[:cut])
+			if got := wire.CRC16Finish(wire.CRC16Update(reg, b[cut:])); got != wire.VCRC(b) {
+				t.Fatalf("len %d cut at %d: split VCRC 0x%04x", n, cut, got)
+			}
 		}
 	}
 }
@@ -129,6 +145,7 @@ func FuzzVCRC(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x00, 0x00})
 	f.Add(make([]byte, 64))
+	f.Add(make([]byte, 200)) // long enough to be folded
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got, want := wire.VCRC(b), crc16Bitwise(b); got != want {
 			t.Fatalf("VCRC 0x%04x, bitwise 0x%04x", got, want)
