@@ -2,7 +2,9 @@ package rt
 
 import (
 	"os"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,6 +16,7 @@ import (
 type timerfdAlarm struct {
 	fd   int
 	f    *os.File
+	rc   syscall.RawConn
 	done chan struct{}
 }
 
@@ -23,16 +26,26 @@ func newTimerfdAlarm(signal func()) (*timerfdAlarm, error) {
 		return nil, err
 	}
 	a := &timerfdAlarm{fd: fd, f: os.NewFile(uintptr(fd), "timerfd"), done: make(chan struct{})}
+	if a.rc, err = a.f.SyscallConn(); err != nil {
+		a.f.Close()
+		return nil, err
+	}
 	go a.run(signal)
 	return a, nil
 }
 
 // run reads expirations (an 8-byte count each) until the file is closed.
+// The reads, like the settime calls below, are raw system calls (see
+// rawio_linux.go): the alarm is armed and fires as often as frames pass.
 func (a *timerfdAlarm) run(signal func()) {
 	defer close(a.done)
 	var buf [8]byte
+	read := func(fd uintptr) bool {
+		_, e := rawRead(fd, buf[:])
+		return e != unix.EAGAIN && e != unix.EINTR
+	}
 	for {
-		if _, err := a.f.Read(buf[:]); err != nil {
+		if err := a.rc.Read(read); err != nil {
 			return // closed
 		}
 		signal()
@@ -42,12 +55,17 @@ func (a *timerfdAlarm) run(signal func()) {
 func (a *timerfdAlarm) reset(d time.Duration) {
 	// A zero it_value disarms a timerfd: "now" is the next nanosecond.
 	its := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
-	unix.TimerfdSettime(a.fd, 0, &its, nil)
+	a.settime(&its)
 }
 
 func (a *timerfdAlarm) stop() {
 	var its unix.ItimerSpec
-	unix.TimerfdSettime(a.fd, 0, &its, nil)
+	a.settime(&its)
+}
+
+// settime is timerfd_settime(2) as a raw system call; it cannot block.
+func (a *timerfdAlarm) settime(its *unix.ItimerSpec) {
+	unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(a.fd), 0, uintptr(unsafe.Pointer(its)), 0, 0, 0)
 }
 
 func (a *timerfdAlarm) close() {

@@ -46,9 +46,10 @@ func (m *mmsgBatch) recv(fd uintptr) bool { return m.call(unix.SYS_RECVMMSG, fd)
 func (m *mmsgBatch) send(fd uintptr) bool { return m.call(unix.SYS_SENDMMSG, fd) }
 
 // call makes one non-blocking recvmmsg/sendmmsg; it returns false to wait
-// for the poller when the socket is not ready.
+// for the poller when the socket is not ready. Raw: MSG_DONTWAIT never
+// blocks (rawio_linux.go says why that matters).
 func (m *mmsgBatch) call(trap, fd uintptr) bool {
-	r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&m.msgs[0])), uintptr(m.n), unix.MSG_DONTWAIT, 0, 0)
+	r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&m.msgs[0])), uintptr(m.n), unix.MSG_DONTWAIT, 0, 0)
 	if e == unix.EAGAIN || e == unix.EINTR {
 		return false
 	}

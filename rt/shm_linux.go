@@ -101,6 +101,7 @@ type ring struct {
 	// this side's poller at every notification) and never passed through
 	// os.File.Fd, which would switch the shared open file to blocking mode.
 	waitEv   *os.File
+	waitRC   syscall.RawConn // waitEv's, for raw reads (rawio_linux.go)
 	notifyFd int
 	buf8     [8]byte
 	// pos is this side's own position (head of the ring it produces on,
@@ -121,6 +122,8 @@ func (r *ring) init(mem []byte, waitEv *os.File, notifyFd int) {
 	r.prodSleeping = (*uint32)(unsafe.Pointer(&mem[192]))
 	r.data = mem[shmCtl:shmRingSize:shmRingSize]
 	r.waitEv, r.notifyFd = waitEv, notifyFd
+	// An *os.File made from a descriptor always has a RawConn.
+	r.waitRC, _ = waitEv.SyscallConn()
 }
 
 func recordSize(n int) uint32 {
@@ -151,24 +154,49 @@ func (r *ring) put(head, tail uint32, b []byte) (uint32, bool) {
 }
 
 // notify adds one to an eventfd. Its only failure, EAGAIN at a counter of
-// 2^64-2, cannot happen to a counter its reader drains.
+// 2^64-2, cannot happen to a counter its reader drains. Raw, as every
+// system call a frame's way through the daemons makes (rawio_linux.go):
+// through unix.Write, each notification of a sleeping peer also woke this
+// process's sysmon thread, and a ping in a lab of three daemons paid six
+// such wake-ups and their context switches.
 func notify(fd int) {
 	var one = [8]byte{1}
-	unix.Write(fd, one[:])
+	rawWrite(uintptr(fd), one[:])
 }
 
 // wait blocks on this side's eventfd of the ring through the runtime's
 // poller and drains it.
 func (r *ring) wait() error {
-	_, err := r.waitEv.Read(r.buf8[:])
-	return err
+	var rerr error
+	err := r.waitRC.Read(func(fd uintptr) bool {
+		for {
+			switch _, e := rawRead(fd, r.buf8[:]); e {
+			case nil:
+				return true
+			case unix.EINTR:
+				continue
+			case unix.EAGAIN:
+				return false // the poller waits for a notification
+			default:
+				rerr = os.NewSyscallError("read", e)
+				return true
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return rerr
 }
 
 // wake adds one to this side's own eventfd of the ring (the watcher wakes
 // a sleeper that must see the peer gone).
 func (r *ring) wake() {
 	var one = [8]byte{1}
-	r.waitEv.Write(one[:])
+	r.waitRC.Write(func(fd uintptr) bool {
+		rawWrite(fd, one[:])
+		return true
+	})
 }
 
 // ShmCreate makes the rings of a new link and hands them to the peer over
