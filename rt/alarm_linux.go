@@ -40,13 +40,18 @@ func newTimerfdAlarm(signal func()) (*timerfdAlarm, error) {
 func (a *timerfdAlarm) run(signal func()) {
 	defer close(a.done)
 	var buf [8]byte
+	var errno error
 	read := func(fd uintptr) bool {
-		_, e := rawRead(fd, buf[:])
-		return e != unix.EAGAIN && e != unix.EINTR
+		for {
+			_, errno = rawRead(fd, buf[:])
+			if errno != unix.EINTR {
+				return errno != unix.EAGAIN // EAGAIN: the poller waits for the expiration
+			}
+		}
 	}
 	for {
-		if err := a.rc.Read(read); err != nil {
-			return // closed
+		if err := a.rc.Read(read); err != nil || errno != nil {
+			return // closed (a timerfd read fails no other way)
 		}
 		signal()
 	}
