@@ -219,6 +219,19 @@ func (c *Client) PerfBW(p *BWParams) (*BWResult, error) {
 	return r.BW, nil
 }
 
+// PerfRecv runs the responder's side of a SEND test in the daemon
+// (perf_recv.go) and returns when every message has been received.
+func (c *Client) PerfRecv(p *RecvParams) (*RecvResult, error) {
+	r, err := c.Call(&Request{Op: "perf_recv", Recv: p}, -1)
+	if err != nil {
+		return nil, err
+	}
+	if r.Recv == nil {
+		return nil, errors.New("perf_recv: no result")
+	}
+	return r.Recv, nil
+}
+
 // PerfLat runs ib_write_lat / ib_read_lat's loop in the daemon and
 // returns each message's post-to-completion time.
 func (c *Client) PerfLat(p *LatParams) ([]time.Duration, error) {

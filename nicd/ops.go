@@ -63,6 +63,8 @@ func (d *Daemon) handle(s *session, req *Request, fr *fdReader) *Response {
 		resp, err = s.perfBW(req)
 	case "perf_lat":
 		resp, err = s.perfLat(req)
+	case "perf_recv":
+		resp, err = s.perfRecv(req)
 	case "":
 		err = errors.New(`request without "op"`)
 	default:

@@ -1,7 +1,6 @@
 package nicd
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -110,7 +109,7 @@ func (r PerfResult) Gbps() float64 {
 // Run is ib_write_bw / ib_read_bw / ib_send_bw: iters messages of size
 // bytes from A's buffer to B's (READ: from B's into A's), Depth in
 // flight, every one signaled, run by A's daemon (perf_bw). For SEND, B's
-// receive queue is kept stocked from B's side by the client.
+// daemon keeps B's receive queue stocked (perf_recv).
 func (p *Pair) Run(op nic.WROpcode, size, iters int) (PerfResult, error) {
 	res := PerfResult{Op: op, Size: size}
 	switch op {
@@ -124,61 +123,72 @@ func (p *Pair) Run(op nic.WROpcode, size, iters int) (PerfResult, error) {
 	wr := &WorkRequest{Opcode: op, Signaled: true,
 		SG:         []SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
 		RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}
-	stopRecv := make(chan struct{})
-	recvErr := make(chan error, 1)
+	var recv *Receiver
 	if op == nic.IBV_WR_SEND {
-		rwr := &WorkRequest{SG: []SGE{{Addr: p.BMR.Addr, Length: uint32(size), LKey: p.BMR.LKey}}}
-		if _, err := p.B.PostRecv(p.BQP.Handle, rwr, p.Depth); err != nil {
+		var err error
+		if recv, err = p.StartReceiver(size, p.Depth, iters); err != nil {
 			return res, err
 		}
-		go func() { recvErr <- p.restock(rwr, iters-p.Depth, stopRecv) }()
-	} else {
-		recvErr <- nil
 	}
-	defer close(stopRecv)
 	// A's daemon runs the post-and-poll loop (perf_bw), every request
 	// signaled.
 	r, err := p.A.PerfBW(&BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Depth: p.Depth, Iters: iters, CQMod: 1})
+	if recv != nil {
+		if _, rerr := recv.Wait(err != nil); err == nil {
+			err = rerr
+		}
+	}
 	if err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Duration(r.LastNs - r.FirstNs)
 	res.Messages = int(r.Msgs)
 	res.Bytes = r.Msgs * uint64(size)
-	if op == nic.IBV_WR_SEND {
-		if err := <-recvErr; err != nil {
-			return res, err
-		}
-	}
 	return res, nil
 }
 
-// restock reposts a receive for every receive completion until more
-// receives have been posted in total, or stop.
-func (p *Pair) restock(rwr *WorkRequest, more int, stop <-chan struct{}) error {
-	for more > 0 {
-		select {
-		case <-stop:
-			return nil
-		default:
-		}
-		wcs, err := p.B.PollCQ(p.BCQ, p.Depth, 1, 200*time.Millisecond)
-		if err != nil {
-			return err
-		}
-		for _, w := range wcs {
-			if w.Status != nic.IBV_WC_SUCCESS {
-				return errors.New("perf: receive completion " + w.Status.String())
-			}
-		}
-		if k := min(len(wcs), more); k > 0 {
-			if _, err := p.B.PostRecv(p.BQP.Handle, rwr, k); err != nil {
-				return err
-			}
-			more -= k
-		}
+// Receiver is a perf_recv run on B, the responder's side of a SEND test:
+// B's daemon posts B's receives (into the first size bytes of B's buffer)
+// and reposts them as messages arrive.
+type Receiver struct {
+	p    *Pair
+	done chan struct{}
+	res  *RecvResult
+	err  error
+}
+
+// StartReceiver starts B's receive side of a SEND test of iters messages,
+// keeping up to stock receives posted (at most the QP's receive queue).
+// The first receives are posted before it returns, so the requester's
+// first message, started next, finds one (no RNR wait); Wait for it
+// after the requester's loop.
+func (p *Pair) StartReceiver(size, stock, iters int) (*Receiver, error) {
+	rwr := WorkRequest{SG: []SGE{{Addr: p.BMR.Addr, Length: uint32(size), LKey: p.BMR.LKey}}}
+	primed, err := p.B.PostRecv(p.BQP.Handle, &rwr, min(stock, iters))
+	if err != nil {
+		return nil, fmt.Errorf("perf: receiver: %w", err)
 	}
-	return nil
+	r := &Receiver{p: p, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.res, r.err = p.B.PerfRecv(&RecvParams{QP: p.BQP.Handle, CQ: p.BCQ, WR: rwr,
+			Stock: stock, Iters: iters, Primed: primed})
+	}()
+	return r, nil
+}
+
+// Wait returns the receive side's result. With abort (the requester's
+// loop failed, so the messages will not all come) it closes B's
+// connection to end the run at once: the pair is unusable afterwards.
+func (r *Receiver) Wait(abort bool) (*RecvResult, error) {
+	if abort {
+		r.p.B.Close()
+	}
+	<-r.done
+	if r.err != nil {
+		return nil, fmt.Errorf("perf: receiver: %w", r.err)
+	}
+	return r.res, nil
 }
 
 // LatencyResult holds one latency sample per message.
@@ -202,11 +212,9 @@ func (r LatencyResult) Percentile(p float64) time.Duration {
 
 // Latency is ib_write_lat / ib_read_lat / ib_send_lat's measurement seen
 // from A: one message in flight, each timed from its post to its
-// completion. WRITE and READ run in A's daemon (perf_lat), as perftest
-// runs next to its RNIC, so a sample is the fabric's round trip through
-// the daemons; SEND, whose responder must post a receive for each
-// message, is driven from the client, and its samples include the control
-// socket's two round trips.
+// completion, in A's daemon (perf_lat), as perftest runs next to its
+// RNIC, so a sample is the fabric's round trip through the daemons. For
+// SEND, B's daemon posts a receive for each message (perf_recv).
 func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) {
 	res := LatencyResult{Op: op, Size: size}
 	switch op {
@@ -220,39 +228,19 @@ func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) 
 	wr := &WorkRequest{Opcode: op, Signaled: true,
 		SG:         []SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
 		RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}
-	if op != nic.IBV_WR_SEND {
-		s, err := p.A.PerfLat(&LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Iters: iters})
-		res.Samples = s
-		return res, err
-	}
-	rwr := &WorkRequest{SG: []SGE{{Addr: p.BMR.Addr, Length: uint32(size), LKey: p.BMR.LKey}}}
-	for i := range iters {
-		if op == nic.IBV_WR_SEND {
-			if _, err := p.B.PostRecv(p.BQP.Handle, rwr, 1); err != nil {
-				return res, err
-			}
-		}
-		wr.WRID = uint64(i)
-		t0 := time.Now()
-		if _, err := p.A.PostSend(p.AQP.Handle, wr, 1); err != nil {
+	var recv *Receiver
+	if op == nic.IBV_WR_SEND {
+		var err error
+		if recv, err = p.StartReceiver(size, p.Depth, iters); err != nil {
 			return res, err
 		}
-		wcs, err := p.A.PollCQ(p.ACQ, 1, 1, 10*time.Second)
-		if err != nil {
-			return res, err
-		}
-		if len(wcs) != 1 {
-			return res, fmt.Errorf("perf: no completion within 10 s for message %d", i)
-		}
-		if wcs[0].Status != nic.IBV_WC_SUCCESS {
-			return res, fmt.Errorf("perf: message %d: %v", i, wcs[0].Status)
-		}
-		res.Samples = append(res.Samples, time.Since(t0))
-		if op == nic.IBV_WR_SEND {
-			if wcs, err := p.B.PollCQ(p.BCQ, 1, 1, 10*time.Second); err != nil || len(wcs) != 1 || wcs[0].Status != nic.IBV_WC_SUCCESS {
-				return res, fmt.Errorf("perf: receive of message %d: %v %v", i, wcs, err)
-			}
+	}
+	s, err := p.A.PerfLat(&LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Iters: iters})
+	res.Samples = s
+	if recv != nil {
+		if _, rerr := recv.Wait(err != nil); err == nil {
+			err = rerr
 		}
 	}
-	return res, nil
+	return res, err
 }

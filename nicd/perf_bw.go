@@ -191,10 +191,11 @@ type LatParams struct {
 	Iters int         `json:"iters"`
 }
 
-// perfLat is ib_write_lat / ib_read_lat's loop run in the requester's
-// daemon: each message timed from its post to its completion, on the
-// session's verbs, so a sample is the fabric's round trip without the
-// control socket's.
+// perfLat is ib_write_lat / ib_read_lat / ib_send_lat's loop run in the
+// requester's daemon: each message timed from its post to its completion,
+// on the session's verbs, so a sample is the fabric's round trip without
+// the control socket's. A SEND needs a receive at the responder: run
+// perf_recv there alongside (perf_recv.go).
 func (s *session) perfLat(req *Request) (*Response, error) {
 	p := req.Lat
 	if p == nil {
@@ -203,8 +204,10 @@ func (s *session) perfLat(req *Request) (*Response, error) {
 	if p.Iters < 1 {
 		return nil, fmt.Errorf("perf_lat: iters %d: at least 1", p.Iters)
 	}
-	if p.WR.Opcode != nic.IBV_WR_RDMA_WRITE && p.WR.Opcode != nic.IBV_WR_RDMA_READ {
-		return nil, fmt.Errorf("perf_lat: opcode %v: RDMA WRITE or READ (SEND needs the responder's receives)", p.WR.Opcode)
+	switch p.WR.Opcode {
+	case nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_READ, nic.IBV_WR_SEND:
+	default:
+		return nil, fmt.Errorf("perf_lat: opcode %v: RDMA WRITE, READ or SEND", p.WR.Opcode)
 	}
 	wr := p.WR
 	wr.Signaled = true

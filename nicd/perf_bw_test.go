@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emufabric/emufabric/nic"
 )
@@ -111,8 +112,9 @@ func TestPerfBWClientGone(t *testing.T) {
 	}
 }
 
-// TestPerfLat: the daemon times WRITEs and READs one at a time, one sample
-// each; SEND and bad parameters are refused with the field named.
+// TestPerfLat: the daemon times WRITEs, READs and SENDs one at a time, one
+// sample each (a SEND's receive posted by the responder's daemon); bad
+// parameters are refused with the field named.
 func TestPerfLat(t *testing.T) {
 	_, ctl := pairOfDaemons(t, testLab(t, ""))
 	a, b := dial(t, ctl[0]), dial(t, ctl[1])
@@ -122,7 +124,7 @@ func TestPerfLat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	for _, op := range []nic.WROpcode{nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_READ} {
+	for _, op := range []nic.WROpcode{nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_READ, nic.IBV_WR_SEND} {
 		fill(p.ABuf.Bytes, uint64(op)+1)
 		fill(p.BBuf.Bytes, uint64(op)+2)
 		res, err := p.Latency(op, size, 20)
@@ -138,12 +140,19 @@ func TestPerfLat(t *testing.T) {
 			t.Errorf("%v: the buffers differ", op)
 		}
 	}
+	// The responder's CQ holds nothing more: one receive per message,
+	// each consumed.
+	if wcs, err := b.PollCQ(p.BCQ, 16, 0, 0); err != nil || len(wcs) != 0 {
+		t.Errorf("receive completions left: %+v %v", wcs, err)
+	}
 	wr := WorkRequest{Opcode: nic.IBV_WR_SEND, SG: []SGE{{Addr: p.AMR.Addr, Length: size, LKey: p.AMR.LKey}}}
+	atomic := wr
+	atomic.Opcode = nic.IBV_WR_ATOMIC_FETCH_AND_ADD
 	for _, c := range []struct {
 		lat  LatParams
 		want string
 	}{
-		{LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Iters: 1}, "perf_lat: opcode"},
+		{LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: atomic, Iters: 1}, "perf_lat: opcode"},
 		{LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Iters: 0}, "perf_lat: iters 0"},
 	} {
 		if _, err := a.PerfLat(&c.lat); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -152,5 +161,98 @@ func TestPerfLat(t *testing.T) {
 	}
 	if _, err := a.Call(&Request{Op: "perf_lat"}, -1); err == nil || !strings.Contains(err.Error(), "perf_lat: no lat") {
 		t.Errorf("no lat: %v", err)
+	}
+}
+
+// TestPerfRecv: for ib_send_bw the responder's daemon keeps its receive
+// queue stocked: every message lands in the responder's buffer, exactly
+// the run's count of receives is posted (none is left for the next run),
+// and runs of several sizes follow one another on one pair. Bad
+// parameters are errors naming the field; a client that leaves ends the
+// run.
+func TestPerfRecv(t *testing.T) {
+	_, ctl := pairOfDaemons(t, testLab(t, ""))
+	a, b := dial(t, ctl[0]), dial(t, ctl[1])
+	const size = 1 << 14
+	p, err := NewPair(a, b, PairConfig{BufSize: size, Depth: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	for i, n := range []int{size, 100, size / 2} {
+		fill(p.ABuf.Bytes, uint64(i)+7)
+		res, err := p.Run(nic.IBV_WR_SEND, n, 57) // not a multiple of the depth
+		if err != nil || res.Messages != 57 {
+			t.Fatalf("send_bw of %d bytes: %+v %v", n, res, err)
+		}
+		if !bytes.Equal(p.ABuf.Bytes[:n], p.BBuf.Bytes[:n]) {
+			t.Errorf("send_bw of %d bytes: the responder's buffer differs", n)
+		}
+		if wcs, err := b.PollCQ(p.BCQ, 16, 0, 0); err != nil || len(wcs) != 0 {
+			t.Errorf("send_bw of %d bytes: receive completions left: %+v %v", n, wcs, err)
+		}
+	}
+	// No receive is left posted: a SEND now finds none and waits for
+	// the receiver not ready timer, so a poll that does not wait sees
+	// no completion for it.
+	sw := WorkRequest{Opcode: nic.IBV_WR_SEND, Signaled: true, SG: []SGE{{Addr: p.AMR.Addr, Length: 64, LKey: p.AMR.LKey}}}
+	if _, err := a.PostSend(p.AQP.Handle, &sw, 1); err != nil {
+		t.Fatal(err)
+	}
+	if wcs, err := a.PollCQ(p.ACQ, 1, 1, 200*time.Millisecond); err != nil || len(wcs) != 0 {
+		t.Errorf("a SEND completed although no receive should be left: %+v %v", wcs, err)
+	}
+	rwr := WorkRequest{SG: []SGE{{Addr: p.BMR.Addr, Length: 64, LKey: p.BMR.LKey}}}
+	if _, err := b.PostRecv(p.BQP.Handle, &rwr, 1); err != nil {
+		t.Fatal(err)
+	}
+	if wcs, err := a.PollCQ(p.ACQ, 1, 1, 10*time.Second); err != nil || len(wcs) != 1 || wcs[0].Status != nic.IBV_WC_SUCCESS {
+		t.Fatalf("the SEND after its receive was posted: %+v %v", wcs, err)
+	}
+	if wcs, err := b.PollCQ(p.BCQ, 1, 1, 10*time.Second); err != nil || len(wcs) != 1 {
+		t.Fatalf("its receive: %+v %v", wcs, err)
+	}
+
+	for _, c := range []struct {
+		recv RecvParams
+		want string
+	}{
+		{RecvParams{QP: p.BQP.Handle, CQ: p.BCQ, WR: rwr, Stock: 0, Iters: 1}, "perf_recv: stock 0"},
+		{RecvParams{QP: p.BQP.Handle, CQ: p.BCQ, WR: rwr, Stock: 4, Iters: 0}, "perf_recv: iters 0"},
+		{RecvParams{QP: p.BQP.Handle, CQ: p.BCQ, WR: rwr, Stock: 4, Iters: 2, Primed: 3}, "perf_recv: primed 3"},
+		{RecvParams{QP: 999, CQ: p.BCQ, WR: rwr, Stock: 4, Iters: 2}, "no QP 999"},
+	} {
+		if _, err := b.PerfRecv(&c.recv); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.recv, err, c.want)
+		}
+	}
+	if _, err := b.Call(&Request{Op: "perf_recv"}, -1); err == nil || !strings.Contains(err.Error(), "perf_recv: no recv") {
+		t.Errorf("no recv: %v", err)
+	}
+
+	// A receiver waiting for messages that never come ends when its
+	// client leaves, and the daemon releases the session.
+	ran := make(chan error, 1)
+	go func() {
+		_, err := b.PerfRecv(&RecvParams{QP: p.BQP.Handle, CQ: p.BCQ, WR: rwr, Stock: 4, Iters: 1000})
+		ran <- err
+	}()
+	// Three SENDs complete only on receives the run posted: it is
+	// running.
+	if _, err := a.PostSend(p.AQP.Handle, &sw, 3); err != nil {
+		t.Fatal(err)
+	}
+	for got := 0; got < 3; {
+		wcs, err := a.PollCQ(p.ACQ, 3, 1, 10*time.Second)
+		if err != nil || len(wcs) == 0 {
+			t.Fatalf("SENDs to the running receiver: %d of 3 completed: %v", got, err)
+		}
+		got += len(wcs)
+	}
+	watch := dial(t, ctl[1])
+	b.Close()
+	waitFor(t, "the session released", func() bool { st, err := watch.Status(); return err == nil && st.Sessions == 0 && st.QPs == 0 })
+	if err := <-ran; err == nil {
+		t.Error("the receiver of a closed client reported no error")
 	}
 }

@@ -27,6 +27,7 @@ import (
 //	{"op":"poll_cq","cq":H,"max":N,"min":M,"timeout_ms":T}
 //	{"op":"perf_bw","bw":{"qp":H,"cq":H,"wr":{...},"depth":N,"iters":N,"cq_mod":N,"duration_ms":T}}  bw: the run (perf_bw.go)
 //	{"op":"perf_lat","lat":{"qp":H,"cq":H,"wr":{...},"iters":N}}  lat_ns: post to completion per message
+//	{"op":"perf_recv","recv":{"qp":H,"cq":H,"wr":{...},"stock":N,"iters":N}}  recv: the responder's side of a SEND run (perf_recv.go)
 //	{"op":"destroy_qp","qp":H}
 //
 // Handles (H) name a session's objects; a session is one connection, and
@@ -88,9 +89,10 @@ type Request struct {
 	Min       int `json:"min,omitempty"`
 	TimeoutMs int `json:"timeout_ms,omitempty"`
 
-	// perf_bw, perf_lat: perftest's loops, run by the daemon
-	BW  *BWParams  `json:"bw,omitempty"`
-	Lat *LatParams `json:"lat,omitempty"`
+	// perf_bw, perf_lat, perf_recv: perftest's loops, run by the daemon
+	BW   *BWParams   `json:"bw,omitempty"`
+	Lat  *LatParams  `json:"lat,omitempty"`
+	Recv *RecvParams `json:"recv,omitempty"`
 }
 
 // Response is one control response.
@@ -117,9 +119,10 @@ type Response struct {
 	QP     *QPInfo `json:"qp,omitempty"`
 	Posted int     `json:"posted,omitempty"`
 	WC     []WC    `json:"wc,omitempty"`
-	// perf_bw, perf_lat (one sample per message, nanoseconds)
-	BW    *BWResult `json:"bw,omitempty"`
-	LatNs []int64   `json:"lat_ns,omitempty"`
+	// perf_bw, perf_lat (one sample per message, nanoseconds), perf_recv
+	BW    *BWResult   `json:"bw,omitempty"`
+	LatNs []int64     `json:"lat_ns,omitempty"`
+	Recv  *RecvResult `json:"recv,omitempty"`
 }
 
 // Status is the daemon's state.

@@ -31,7 +31,7 @@ type session struct {
 	maps  [][]byte // every mapping ever made, unmapped once
 
 	// gone is closed when the client left during a long request
-	// (perf_bw, perf_lat); nil otherwise. The connection's goroutine only.
+	// (perf_bw, perf_lat, perf_recv); nil otherwise. The connection's goroutine only.
 	gone <-chan struct{}
 }
 

@@ -37,11 +37,11 @@ After the run the destination memory is compared byte for byte with the
 source (read_bw: the requester's buffer with the responder's); a mismatch is
 an error (exit status 1).
 
-Latency samples are timed from the post to the completion. write_lat and
-read_lat run in the requester's emunic too, so a sample is the fabric's
-round trip through the daemons; send_lat, whose responder posts a receive
-for each message, is driven by emulab, and its samples include the control
-socket's round trips.
+Latency samples are timed from the post to the completion. The loops run
+in the requester's emunic, as perftest runs next to its RNIC, so a sample
+is the fabric's round trip through the daemons; for send_bw and send_lat
+the responder's emunic posts a receive for each message (with -D, send_bw's
+receives are posted by emulab).
 
 In a lab with time_dilation N (the lab file's key) every rate and time is
 reported in the lab's time: rates N times, latencies 1/N of what the wall

@@ -134,11 +134,19 @@ type bwRun struct {
 // time is up. The message always covers the first size bytes of the
 // requester's buffer and lands in the first size bytes of the
 // responder's, as perftest's do. For SEND the responder's receive queue
-// is stocked and restocked from its side.
+// is kept stocked by its emunic (nicd perf_recv) for a run of iters
+// messages; a -D run, whose count nobody knows before it ends, is
+// restocked from here.
 func runBandwidth(p *nicd.Pair, op nic.WROpcode, size, iters int, duration time.Duration, cqMod int) (bwRun, error) {
 	var r bwRun
 	var restock *perfRestock
-	if op == nic.IBV_WR_SEND {
+	var recv *nicd.Receiver
+	if op == nic.IBV_WR_SEND && duration == 0 {
+		var err error
+		if recv, err = p.StartReceiver(size, 2*max(p.Depth, 64), iters); err != nil {
+			return r, err
+		}
+	} else if op == nic.IBV_WR_SEND {
 		var err error
 		if restock, err = startRestock(p, size); err != nil {
 			return r, err
@@ -153,6 +161,15 @@ func runBandwidth(p *nicd.Pair, op nic.WROpcode, size, iters int, duration time.
 		WR: nicd.WorkRequest{Opcode: op, SG: []nicd.SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
 			RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey},
 		Depth: p.Depth, Iters: iters, CQMod: cqMod, DurationMs: int(duration / time.Millisecond)})
+	if recv != nil {
+		got, rerr := recv.Wait(err != nil)
+		if err == nil && rerr == nil && got.Msgs != res.Msgs {
+			rerr = fmt.Errorf("receiver: %d messages received, %d sent", got.Msgs, res.Msgs)
+		}
+		if err == nil {
+			err = rerr
+		}
+	}
 	if err != nil {
 		return r, err
 	}
