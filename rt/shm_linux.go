@@ -104,9 +104,6 @@ type ring struct {
 	waitRC   syscall.RawConn // waitEv's, for raw reads (rawio_linux.go)
 	notifyFd int
 	buf8     [8]byte
-	// drained: the last read of waitEv took its count, so it held zero
-	// then (see wait).
-	drained bool
 	// pos is this side's own position (head of the ring it produces on,
 	// tail of the one it consumes), kept here and only stored to the
 	// shared word: the peer can write anything into shared memory, so
@@ -168,24 +165,13 @@ func notify(fd int) {
 }
 
 // wait blocks on this side's eventfd of the ring through the runtime's
-// poller and drains it. When the last wait's read took the count, the
-// first read of this one is skipped: it could only return EAGAIN (a system
-// call per wake-up for nothing), since a notification since then also
-// marked the descriptor ready in the poller (edge-triggered), which then
-// returns at once and the read below takes it.
+// poller and drains it.
 func (r *ring) wait() error {
 	var rerr error
-	skip := r.drained
-	r.drained = false
 	err := r.waitRC.Read(func(fd uintptr) bool {
-		if skip {
-			skip = false
-			return false
-		}
 		for {
 			switch _, e := rawRead(fd, r.buf8[:]); e {
 			case nil:
-				r.drained = true
 				return true
 			case unix.EINTR:
 				continue
