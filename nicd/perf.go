@@ -178,11 +178,16 @@ func (p *Pair) StartReceiver(size, stock, iters int) (*Receiver, error) {
 }
 
 // Wait returns the receive side's result. With abort (the requester's
-// loop failed, so the messages will not all come) it closes B's
-// connection to end the run at once: the pair is unusable afterwards.
+// loop failed, so the messages will not all come) a receiver still
+// running is ended at once by closing B's connection: the pair is
+// unusable afterwards.
 func (r *Receiver) Wait(abort bool) (*RecvResult, error) {
 	if abort {
-		r.p.B.Close()
+		select {
+		case <-r.done:
+		default:
+			r.p.B.Close()
+		}
 	}
 	<-r.done
 	if r.err != nil {

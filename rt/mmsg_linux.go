@@ -50,7 +50,12 @@ func (m *mmsgBatch) send(fd uintptr) bool { return m.call(unix.SYS_SENDMMSG, fd)
 // blocks (rawio_linux.go says why that matters).
 func (m *mmsgBatch) call(trap, fd uintptr) bool {
 	r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&m.msgs[0])), uintptr(m.n), unix.MSG_DONTWAIT, 0, 0)
-	if e == unix.EAGAIN || e == unix.EINTR {
+	for e == unix.EINTR {
+		// Again at once: the poller, edge-triggered, would wait for a
+		// readiness that the queued messages may never signal again.
+		r, _, e = unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&m.msgs[0])), uintptr(m.n), unix.MSG_DONTWAIT, 0, 0)
+	}
+	if e == unix.EAGAIN {
 		return false
 	}
 	m.errno, m.got = e, int(r)

@@ -530,3 +530,61 @@ func TestShmCorruptCountedByPort(t *testing.T) {
 		t.Fatal("the frame before the bad record was not delivered")
 	}
 }
+
+// TestShmPingPongWakeups: single frames bounced between the two ends, so
+// that every hop puts a reader to sleep and wakes it (the consSleeping
+// handshake and ring.wait), many thousands of times. A lost wake-up
+// leaves both ends asleep with a frame in a ring; a wait that skipped its
+// first read of the eventfd did that within some 50,000 round trips
+// (Go's poller forgets a readiness it saw before each RawConn.Read).
+func TestShmPingPongWakeups(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	rounds := 100_000
+	if testing.Short() {
+		rounds = 10_000
+	}
+	var hops [2]atomic.Int64
+	echo := func(l *Shm, side int, serve bool, done chan<- error) {
+		rb, rs := [][]byte{make([]byte, 64)}, []int{0}
+		wb := [][]byte{make([]byte, 60)}
+		if serve {
+			if _, err := l.Write(wb, 0); err != nil {
+				done <- err
+				return
+			}
+		}
+		for range rounds {
+			if _, err := l.Read(rb, rs, 0); err != nil {
+				done <- err
+				return
+			}
+			if _, err := l.Write(wb, 0); err != nil {
+				done <- err
+				return
+			}
+			hops[side].Add(1)
+		}
+		done <- nil
+	}
+	done := make(chan error, 2)
+	go echo(a, 0, true, done)
+	go echo(b, 1, false, done)
+	last := [2]int64{-1, -1}
+	for finished := 0; finished < 2; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			finished++
+		case <-time.After(10 * time.Second):
+			now := [2]int64{hops[0].Load(), hops[1].Load()}
+			if now == last {
+				t.Fatalf("no hop in 10 s after %d and %d round trips: a wake-up was lost", now[0], now[1])
+			}
+			last = now
+		}
+	}
+}

@@ -2,8 +2,9 @@ package wire
 
 import "golang.org/x/sys/cpu"
 
-// crc16HaveFold: PCLMULQDQ (and the SSE2 moves around it).
-var crc16HaveFold = cpu.X86.HasPCLMULQDQ && cpu.X86.HasSSE41
+// crc16HaveFold: PCLMULQDQ (the moves and XORs around it are SSE2, which
+// every amd64 processor has).
+var crc16HaveFold = cpu.X86.HasPCLMULQDQ
 
 // crc16Fold folds n bytes at p (n a multiple of 16, at least 64), the
 // register XORed into the first two, into a 128-bit remainder (lo, hi)
