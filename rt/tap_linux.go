@@ -374,11 +374,13 @@ func (t *TAP) readFrame(wait bool) (int, error) {
 	return t.rn, nil
 }
 
-// readOnce is one read(2); false asks the poller to wait.
+// readOnce is one read(2) (again at once after EINTR: the poller is
+// edge-triggered, and a frame already queued signals nothing more); false
+// asks the poller to wait.
 func (t *TAP) readOnce(fd uintptr) bool {
 	t.rn, t.rerrno = rawRead(fd, t.stage)
-	if t.rerrno == unix.EINTR {
-		return false
+	for t.rerrno == unix.EINTR {
+		t.rn, t.rerrno = rawRead(fd, t.stage)
 	}
 	return !(t.rwait && t.rerrno == unix.EAGAIN)
 }
@@ -419,7 +421,10 @@ func (t *TAP) writeFrame(msg []byte) error {
 // writeOnce is one write(2); false asks the poller to wait.
 func (t *TAP) writeOnce(fd uintptr) bool {
 	_, t.werrno = rawWrite(fd, t.wmsg)
-	return t.werrno != unix.EAGAIN && t.werrno != unix.EINTR
+	for t.werrno == unix.EINTR { // as readOnce
+		_, t.werrno = rawWrite(fd, t.wmsg)
+	}
+	return t.werrno != unix.EAGAIN
 }
 
 // Queue hands the TAP one frame, b[offset:], from the one goroutine that
