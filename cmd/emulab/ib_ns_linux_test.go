@@ -35,6 +35,9 @@ func TestIBNamespaceLab(t *testing.T) {
 	cp := e.startCapture(t, nil, "sw1:p4", "-w", file)
 	e.ping(t, l, "h1", "h2") // same switch
 	e.ping(t, l, "h1", "h5") // across the inter-switch link
+	// The switch streams its capture to emulab asynchronously: the last
+	// reply may still be on its way when ping returns (seen under load).
+	waitIBCapture(file, 6, 10*time.Second)
 	cp.cmd.Process.Signal(os.Interrupt)
 	if err := cp.wait(); err != nil {
 		t.Fatalf("capture: %v\n%s", err, cp.msgs)
@@ -117,6 +120,33 @@ func TestIBNamespaceLab(t *testing.T) {
 
 // readIBCapture reads an IB capture and checks every record: ERF data
 // packets decode with good ICRC and VCRC, link packets have a good LPCRC.
+// waitIBCapture waits until file holds at least want IB data packets, or
+// timeout. The file is being written: a record cut short ends the count.
+func waitIBCapture(file string, want int, timeout time.Duration) {
+	count := func() int {
+		f, err := os.Open(file)
+		if err != nil {
+			return 0
+		}
+		defer f.Close()
+		rd, err := capture.Open(bufio.NewReader(f))
+		if err != nil {
+			return 0
+		}
+		var rec capture.Record
+		n := 0
+		for rd.Next(&rec) == nil {
+			if rec.LinkType == capture.LinkTypeERF && rec.ERF.Type == capture.ERFTypeInfiniBand {
+				n++
+			}
+		}
+		return n
+	}
+	for deadline := time.Now().Add(timeout); count() < want && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func readIBCapture(t *testing.T, file string) (data, link int) {
 	t.Helper()
 	f, err := os.Open(file)
