@@ -59,6 +59,10 @@ import (
 // of a core in wake-ups (measured: 5 emunic and 2 emuswitch, 2 cores).
 const ibCreditPeriodWall = 100 * clock.Millisecond
 
+// ibCreditUpdateMin is the least lab time between two flow-control packets
+// of a VL: the Mellanox model's credMinTime (cc-anchors §5).
+const ibCreditUpdateMin = 4096 * clock.Nanosecond
+
 // configureIB completes the switch's IB configuration from the lab file.
 func (d *Daemon) configureIB(spec *lab.Spec, cfg *switchcore.Config) {
 	d.vls = cfg.IB.DataVLs
@@ -66,6 +70,12 @@ func (d *Daemon) configureIB(spec *lab.Spec, cfg *switchcore.Config) {
 	if cfg.IB.CreditUpdateInterval < period {
 		cfg.IB.CreditUpdateInterval = period
 	}
+	// Buffer freed within ibCreditUpdateMin of a VL's last flow-control
+	// packet waits for the next one instead of sending its own: in real
+	// time each packet is a ring record and may wake the peer's process,
+	// and a switch forwarding a burst released its buffer packet by
+	// packet (one flow-control packet per data packet toward the sender).
+	cfg.IB.CreditUpdateMin = ibCreditUpdateMin
 	if spec.IB != nil && spec.IB.SM != nil {
 		return // the subnet manager programs the LFT (enableSMA)
 	}

@@ -267,6 +267,12 @@ type IBConfig struct {
 	// CreditUpdateInterval is the period of unsolicited flow-control
 	// packets per VL (they are also sent on buffer release).
 	CreditUpdateInterval clock.Time
+	// CreditUpdateMin is the least time between two flow-control packets
+	// of a VL (the Mellanox model's credMinTime; the HCA's is 1 us):
+	// buffer released within it is granted by the next one. 0 sends one
+	// per release. The real-time switch sets it: there every packet is a
+	// record through a ring and a wake-up of the peer's process.
+	CreditUpdateMin clock.Time
 	// CC is congestion control (IBA Annex A10): FECN marking (ibcc.go).
 	CC IBCCConfig
 }

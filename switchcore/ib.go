@@ -36,6 +36,8 @@ type ibPort struct {
 	abr       [8]uint16
 	fcPending uint8
 	fcTimer   clock.Timer
+	fcLast    [8]clock.Time // when the last flow-control packet of a VL went
+	fcSent    [8]bool
 	// transmit side, per data VL
 	fccl     [8]uint16
 	fctbs    [8]uint16
@@ -101,6 +103,7 @@ func (s *Switch) ResetIBFlowControl(port int) {
 	for vl := range ib.fccl {
 		p.ibWaitEnded(vl, now)
 		ib.abr[vl], ib.fccl[vl], ib.fctbs[vl], ib.haveFCCL[vl] = 0, 0, 0, false
+		ib.fcSent[vl] = false
 	}
 	ib.fcPending = 0
 	ib.highIdx, ib.lowIdx, ib.highRem, ib.lowRem, ib.highBytes = 0, 0, 0, 0, 0
@@ -263,12 +266,17 @@ func (s *Switch) ibRelease(p *port, f *frame.Frame) {
 // time one could, if time alone can unblock it.
 func (s *Switch) ibTx(p *port, now clock.Time) bool {
 	ib := &p.ib
-	if ib.fcPending != 0 {
-		vl := 0
-		for ib.fcPending&(1<<vl) == 0 {
-			vl++
+	wake := clock.Never
+	for vl := range 8 {
+		if ib.fcPending&(1<<vl) == 0 {
+			continue
+		}
+		if gap := s.cfg.IB.CreditUpdateMin; ib.fcSent[vl] && now-ib.fcLast[vl] < gap {
+			wake = min(wake, ib.fcLast[vl]+gap)
+			continue // granted by the packet due then, with whatever is freed meanwhile
 		}
 		ib.fcPending &^= 1 << vl
+		ib.fcLast[vl], ib.fcSent[vl] = now, true
 		f := s.pool.Get(wire.IBLinkSize)
 		wire.IBLink(f.Data).Encode(&wire.IBLinkFields{
 			Op: wire.IBLinkOpNormal, FCTBS: ib.fctbs[vl], VL: uint8(vl), FCCL: p.fcclFor(vl),
@@ -278,9 +286,11 @@ func (s *Switch) ibTx(p *port, now clock.Time) bool {
 		return true
 	}
 	if p.txHeld {
+		if wake != clock.Never {
+			p.txTimer.Reset(wake)
+		}
 		return false // HoldTx(false) calls tryTx again
 	}
-	wake := clock.Never
 	ready := uint8(0)
 	for vl := range s.cfg.IB.DataVLs {
 		f := p.eq[vl].peek()

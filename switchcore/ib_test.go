@@ -256,3 +256,42 @@ func TestIBABRResync(t *testing.T) {
 		t.Errorf("after resync FCCL %d on VL %d, want %d", last.FCCL, last.VL, 40+2048)
 	}
 }
+
+// TestIBCreditUpdateMin: with CreditUpdateMin, buffer freed within the
+// interval of a VL's last flow-control packet is granted by one packet at
+// its end instead of one per released packet, and that packet's FCCL
+// covers everything freed: the sender loses no credit, only chatter.
+func TestIBCreditUpdateMin(t *testing.T) {
+	for _, gap := range []clock.Time{0, 4096 * clock.Nanosecond} {
+		c := ibConfig(2)
+		c.IB.CreditUpdateMin = gap
+		c.IB.CreditUpdateInterval = clock.Second // no periodic update in the window
+		s, clk, pool, sinks := newIB(t, c)
+		clk.runUntil(clock.Microsecond)
+		deliver(s, clk, 1, fcPkt(pool, 0, 0, 2048))
+		before := len(sinks[0].fc)
+		// 20 packets of 254 bytes at 100 Gb/s: released about 20 ns
+		// apart, all within 4 us.
+		for range 20 {
+			deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+		}
+		clk.runUntil(20 * clock.Microsecond)
+		if len(sinks[1].data) != 20 {
+			t.Fatalf("gap %v: forwarded %d of 20", gap, len(sinks[1].data))
+		}
+		fc := sinks[0].fc[before:]
+		want := wire.AddBlocks(20*4, 2048) // ABR 80 + every block free again
+		if len(fc) == 0 || fc[len(fc)-1].FCCL != want {
+			t.Fatalf("gap %v: last credit update %+v, want FCCL %d", gap, fc, want)
+		}
+		switch {
+		case gap == 0 && len(fc) != 20:
+			t.Errorf("no gap: %d flow-control packets for 20 releases, want 20", len(fc))
+		case gap > 0 && len(fc) > 3:
+			t.Errorf("gap %v: %d flow-control packets for 20 releases within it, want at most 3", gap, len(fc))
+		}
+		if uint64(len(fc)) != s.Counters(0).Prio[0].FCTx-1 { // 1: VL 0's advertisement at attach
+			t.Errorf("gap %v: FCTx %d, %d packets seen", gap, s.Counters(0).Prio[0].FCTx, len(fc))
+		}
+	}
+}
