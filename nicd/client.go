@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,6 +71,9 @@ func (c *Client) Call(req *Request, fd int) (*Response, error) {
 		return nil, fmt.Errorf("bad response: %w", err)
 	}
 	if !resp.OK {
+		if strings.HasPrefix(resp.Error, req.Op+": ") {
+			return &resp, errors.New(resp.Error) // the daemon named the op already
+		}
 		return &resp, fmt.Errorf("%s: %s", req.Op, resp.Error)
 	}
 	return &resp, nil

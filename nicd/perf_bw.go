@@ -145,12 +145,18 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 		}
 		if p.DurationMs > 0 && target == math.MaxInt && !time.Now().Before(deadline) {
 			// Time is up: stop at a signaled request, so the last
-			// completion tells that everything arrived.
+			// completion tells that everything arrived. The last one
+			// posted was signaled by the moderation alone (signaled
+			// would now say yes for it whatever it was).
 			target = posted
-			if !signaled(posted - 1) {
+			if posted%p.CQMod != 0 {
 				target = posted + 1
 			}
 		}
+		// A signaled request is in flight: the queue is refilled to the
+		// depth after every poll, and any depth consecutive requests hold
+		// one (cq_mod <= depth); after the deadline the closing one is
+		// posted by that refill.
 		sig := 0
 		for i := done; i < posted; i++ {
 			if signaled(i) {

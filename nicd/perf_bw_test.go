@@ -59,6 +59,18 @@ func TestPerfBW(t *testing.T) {
 	if wcs, err := a.PollCQ(p.ACQ, 16, 0, 0); err != nil || len(wcs) != 0 {
 		t.Errorf("completions left after the duration run: %+v %v", wcs, err)
 	}
+	// A moderation that does not divide the depth (perftest's defaults
+	// are 128 and 100): time often runs out with only unsignaled
+	// requests in flight, and the loop must post the closing signaled
+	// one itself (it had polled for ten seconds, then failed).
+	for i := range 5 {
+		if res, err := a.PerfBW(&BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 16, CQMod: 5, DurationMs: 20 + 7*i}); err != nil || res.Msgs == 0 {
+			t.Fatalf("duration run with cq_mod 5, depth 16: %+v %v", res, err)
+		}
+		if wcs, err := a.PollCQ(p.ACQ, 16, 0, 0); err != nil || len(wcs) != 0 {
+			t.Errorf("completions left after the duration run with cq_mod 5: %+v %v", wcs, err)
+		}
+	}
 
 	for _, c := range []struct {
 		bw   BWParams

@@ -158,6 +158,15 @@ func TestPerfLab(t *testing.T) {
 		if f[0] != "4096" || f[2] != "0.00" || perfFloat(t, f[1]) < 10 || perfFloat(t, f[3]) <= 0 {
 			t.Errorf("duration row %q", f)
 		}
+		// perftest's defaults, -t 128 -Q 100: time mostly runs out between
+		// two signaled requests, and the run must close with one of its
+		// own (it used to wait ten seconds for a completion and fail).
+		for _, test := range []string{"write_bw", "send_bw"} {
+			out := e.mustRun(t, "perf", test, h1, h2, "-D", "1")
+			if f := perfRow(t, out, perfHeadBW); f[0] != "65536" || perfFloat(t, f[1]) < 1 || perfFloat(t, f[3]) <= 0 {
+				t.Errorf("%s -D 1 row %q:\n%s", test, f, out)
+			}
+		}
 	})
 
 	t.Run("write_bw-all", func(t *testing.T) {
