@@ -175,6 +175,19 @@ func (n *NIC) SetLinkUp(up bool) {
 	}
 }
 
+// SetRate changes the port's line rate while the NIC runs (a link's rate
+// set at run time, as `emulab link set ... rate` does): frames are
+// serialized at it from the next one on, PFC pause quanta count at it, the
+// SMA reports it and QPs connected from now on start their DCQCN from it;
+// a QP whose DCQCN rate is above it sends at line rate. 0 is ignored.
+func (n *NIC) SetRate(bps uint64) {
+	if bps == 0 {
+		return
+	}
+	n.cfg.Rate = bps
+	n.wake()
+}
+
 // SetTxHeld holds the transmitter back (held) or releases it, without
 // touching the link: a real-time driver whose transport to the wire is
 // full uses it, as a NIC's MAC waits for its PHY. Frames and QPs wait, RC

@@ -103,6 +103,7 @@ type Daemon struct {
 
 	rxAdminDown   atomic.Uint64 // frames dropped while administratively down
 	adminDownFlag atomic.Bool   // adminDown, for status
+	rateBps       atomic.Uint64 // the port's rate now (the lab file's, or a link op's), for status
 
 	mu        sync.Mutex // guards linkState and listener
 	linkState string
@@ -178,6 +179,7 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 		}
 		d.cfg.NIC.IBLinkTimeout = max(d.cfg.NIC.IBLinkTimeout/dil, 10*peer)
 	}
+	d.rateBps.Store(d.cfg.NIC.Rate)
 	d.loop = rt.NewLoop(d.clk)
 	if d.nic, err = nic.New(&d.cfg.NIC, d.clk, d.loop.Pool()); err != nil {
 		return nil, err

@@ -650,8 +650,8 @@ func TestCapture(t *testing.T) {
 }
 
 // TestLinkOp: the link op pulls the NIC's cable (nothing is received,
-// nothing sent) and plugs it back; the link's rate, delay and loss are
-// the switch's to change.
+// nothing sent) and plugs it back, and sets the NIC's rate; the link's
+// delay and loss are the switch's to change.
 func TestLinkOp(t *testing.T) {
 	d, ctl := pairOfDaemons(t, testLab(t, ""))
 	c := dial(t, ctl[1])
@@ -660,7 +660,9 @@ func TestLinkOp(t *testing.T) {
 		want string
 	}{
 		{Request{Op: "link", State: "sideways"}, "want up or down"},
-		{Request{Op: "link", Rate: "10G"}, "switch port"},
+		{Request{Op: "link", Delay: "1ms"}, "switch port"},
+		{Request{Op: "link", Rate: "10X"}, `link: rate "10X"`},
+		{Request{Op: "link", Rate: "0"}, `link: rate "0": must be greater than zero`},
 		{Request{Op: "link", State: "down", Port: "p9"}, `port "p9"`},
 		{Request{Op: "link"}, `state "": want up or down`},
 		{Request{Op: "link", Schedule: []lab.ScheduleStep{{After: "1ms", State: "down"}, {After: "1ms", State: "up"}}}, `schedule[1].after "1ms": not after`},
@@ -668,6 +670,17 @@ func TestLinkOp(t *testing.T) {
 		if _, err := c.Call(&bad.req, -1); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%+v: %v, want %q", bad.req, err, bad.want)
 		}
+	}
+	if _, err := c.Call(&Request{Op: "link", Rate: "10G"}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := c.Status(); err != nil || st.RateBps != 10e9 || st.AdminDown {
+		t.Errorf("status after rate 10G: %+v %v", st, err)
+	}
+	var rate uint64
+	d[1].Do(func() { rate = d[1].NIC().Config().Rate })
+	if rate != 10e9 {
+		t.Errorf("the NIC's rate after the link op: %d", rate)
 	}
 	if _, err := c.Call(&Request{Op: "link", State: "down", Port: "eth0"}, -1); err != nil {
 		t.Fatal(err)

@@ -87,7 +87,7 @@ func (d *Daemon) opStatus() (*Response, error) {
 		Lab: d.cfg.Lab, Node: d.cfg.NIC.Name, Pid: pid, UptimeS: d.uptime().Seconds(),
 		MAC: d.cfg.NIC.MAC.String(), IP: d.cfg.NIC.IP.String(),
 		Port: d.cfg.Port, Transport: d.portName(),
-		RateBps: d.cfg.NIC.Rate, LinkMTU: d.cfg.Link.MTU, PortMTU: d.cfg.NIC.PortMTU,
+		RateBps: d.rateBps.Load(), LinkMTU: d.cfg.Link.MTU, PortMTU: d.cfg.NIC.PortMTU,
 		TAP: d.TAPName(), Netns: d.tapSpec.Netns, TimeDilation: d.clk.Dilation(), Trust: d.cfg.NIC.Trust.String(),
 	}
 	state, lerr := d.LinkState()
@@ -214,16 +214,23 @@ func parseHWCounters(s string) map[string]uint64 {
 // opLink sets the link administratively down or up, as pulling and
 // plugging the NIC's cable: down, the NIC sends nothing (its queues and
 // QPs wait, RC timers run) and frames from the wire are dropped
-// (link_rx_admin_down). Rate, delay and loss are the link's: they are set
-// on the switch port (emuswitch's link op); the NIC's port follows the
-// lab file.
+// (link_rx_admin_down). A rate is the NIC's transmitter's (the switch
+// port's is set by emuswitch's link op: emulab sets both ends); delay and
+// loss are emulated on the switch port only.
 func (d *Daemon) opLink(req *Request) (*Response, error) {
-	if req.Rate != "" || req.Delay != "" || req.Loss != nil {
-		return nil, errors.New("link: emunic sets only state; rate, delay and loss are set on the switch port (emuswitch) of the link")
+	if req.Delay != "" || req.Loss != nil {
+		return nil, errors.New("link: emunic sets state and rate; delay and loss are set on the switch port (emuswitch) of the link")
+	}
+	var rate uint64
+	if req.Rate != "" {
+		var err error
+		if rate, err = lab.ParseRate(req.Rate); err != nil {
+			return nil, fmt.Errorf("link: %w", err) // it names the value
+		}
 	}
 	switch {
 	case req.State == "up", req.State == "down":
-	case req.State == "" && req.Schedule != nil: // a schedule alone
+	case req.State == "" && (req.Schedule != nil || rate != 0): // a schedule or a rate alone
 	default:
 		return nil, fmt.Errorf("link: state %q: want up or down", req.State)
 	}
@@ -238,6 +245,11 @@ func (d *Daemon) opLink(req *Request) (*Response, error) {
 		}
 	}
 	err := d.Do(func() {
+		if rate != 0 {
+			d.nic.SetRate(rate)
+			d.rateBps.Store(rate)
+			d.log.Printf("link %s: rate %s", d.cfg.Port, lab.FormatRate(rate))
+		}
 		if req.State != "" {
 			d.setAdminDown(req.State == "down")
 		}

@@ -43,11 +43,13 @@ func init() {
   corrupt C        corruption probability per frame: 0.001 or 0.1%
 
 and several may be given at once; they are checked before anything is
-changed. Rate, delay, loss and corruption apply to the frames the switch port
-sends and receives. An emulated NIC (emunic) takes down and up only: set the
-other parameters on the switch side of its link. A host without a daemon
-(a lab brought up with --hosts tap) is a TAP port of its switch: the change is
-made on that switch port.
+changed. A rate is the link's, both ways: set on either end of a link between
+a switch and an emulated NIC (emunic), it is set on both, the switch port's
+transmitter and the NIC's. Delay, loss and corruption apply to the frames the
+switch port sends and receives; an emunic takes down, up and rate only: set
+the others on the switch side of its link. A host without a daemon (a lab
+brought up with --hosts tap) is a TAP port of its switch: the change is made
+on that switch port.
 
 NODE is LAB/NODE, or NODE when one lab is up (or with --lab); PORT may be left
 out for a node with one port.`,
@@ -182,12 +184,12 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 			}
 			tport = peerPort
 			fmt.Fprintf(errOut, "%s:%s is a TAP port of %s: setting %s\n", n.Name, port, target.Name, p.Peer)
-		case !change.OnlyState():
+		case change.Delay != "" || change.Loss != nil || change.Corrupt != nil:
 			hint := ""
 			if p.Peer != "" {
 				hint = fmt.Sprintf("; set it on the switch side of the link: emulab link set %s %s", p.Peer, strings.Join(withoutState(words), " "))
 			}
-			return fmt.Errorf("link set %s: %s (emunic) changes only its link state (down, up), not %s%s",
+			return fmt.Errorf("link set %s: %s (emunic) changes only its link state (down, up) and rate, not %s%s",
 				endpoint, n.Name, changedWords(&change), hint)
 		}
 	}
@@ -196,7 +198,44 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if err != nil {
 		return fmt.Errorf("link set %s: %w", endpoint, err)
 	}
-	return writeLinkResult(out, target.Name+":"+tport, &change, raw)
+	if err := writeLinkResult(out, target.Name+":"+tport, &change, raw); err != nil {
+		return err
+	}
+	if change.Rate == "" {
+		return nil
+	}
+	// A rate is the link's, both ways: each end's transmitter runs at it.
+	// The other end of a link to an emulated NIC is a daemon of its own;
+	// between two switches, or toward a TAP, the one port paces both ways.
+	peer, pport := linkRatePeer(li, target, tport)
+	if peer == nil {
+		return nil
+	}
+	pc := lab.LinkChange{Port: pport, Rate: change.Rate}
+	if raw, err = lab.SetLink(peer.Control, pc, opsTimeout); err != nil {
+		return fmt.Errorf("link set %s: the rate was set on %s:%s, but not on the link's other end %s:%s: %w", endpoint, target.Name, tport, peer.Name, pport, err)
+	}
+	return writeLinkResult(out, peer.Name+":"+pport, &pc, raw)
+}
+
+// linkRatePeer returns the other end of node's port whose transmitter
+// must take a rate set on this end too: an emulated NIC across from a
+// switch port, or the switch port across from a NIC. nil when the port
+// alone paces both directions (a switch toward a switch or a TAP host).
+func linkRatePeer(li *lab.LabInfo, node *lab.NodeInfo, port string) (*lab.NodeInfo, string) {
+	p := node.Port(port)
+	if p == nil || p.Peer == "" {
+		return nil, ""
+	}
+	peerName, peerPort := lab.SplitEndpoint(p.Peer)
+	peer := li.Node(peerName)
+	if peer == nil || peer.Control == "" || peerPort == "" {
+		return nil, ""
+	}
+	if node.Kind == lab.KindSwitch && peer.Kind == lab.KindSwitch {
+		return nil, ""
+	}
+	return peer, peerPort
 }
 
 // withoutState drops up and down from CHANGE words (for the hint that

@@ -657,14 +657,31 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 		t.Errorf("RTT %.3f ms with 5 ms delay on sw1:p1", rtt)
 	}
 	e.mustOps(t, "link", "set", "sw1:p1", "delay", "0", "loss", "0", "rate", "100G")
-	// The NIC's own link: down and up only.
+	// A rate is the link's both ways: set on the switch port, the NIC's
+	// transmitter takes it too, so neither direction beats it (the
+	// average cannot exceed what the wire serializes; it used to apply
+	// to the switch port's egress only, and h1 kept sending at 100G).
+	if out := e.mustOps(t, "link", "set", "sw1:p1", "rate", "1G"); !strings.Contains(out, "sw1:p1: link up, rate 1G") || !strings.Contains(out, "h1:eth0: link") {
+		t.Errorf("link set sw1:p1 rate 1G printed %q", out)
+	}
+	for _, dir := range [][2]string{{"h1", "h2"}, {"h2", "h1"}} {
+		out := e.mustOps(t, "perf", "write_bw", dir[0], dir[1], "-s", "65536", "-n", "300", "--report_gbits")
+		if f := perfRow(t, out, perfHeadBWGbits); perfFloat(t, f[3]) > 1.05 {
+			t.Errorf("write_bw %s -> %s across a 1G link: average %s Gb/s", dir[0], dir[1], f[3])
+		}
+	}
+	// Set on the NIC's end, both ends take it back.
+	if out := e.mustOps(t, "link", "set", "h1", "rate", "100G"); !strings.Contains(out, "h1:eth0: link") || !strings.Contains(out, "sw1:p1: link up, rate 100G") {
+		t.Errorf("link set h1 rate 100G printed %q", out)
+	}
+	// The NIC's own link: down, up and rate.
 	e.mustOps(t, "link", "set", "h2", "down")
 	if _, err := e.pingRTT(t, l, "h1", "h2"); err == nil {
 		t.Errorf("ping to h2 while its NIC link is down got a reply")
 	}
 	e.mustOps(t, "link", "set", "h2:eth0", "up")
 	e.ping(t, l, "h1", "h2")
-	e.failOps(t, "changes only its link state", "link", "set", "h1:eth0", "delay", "5ms")
+	e.failOps(t, "changes only its link state (down, up) and rate", "link", "set", "h1:eth0", "delay", "5ms")
 	e.failOps(t, "emulab link set sw1:p1 delay 5ms", "link", "set", "h1:eth0", "delay", "5ms")
 	e.failOps(t, `rate "10X"`, "link", "set", "sw1:p1", "rate", "10X")
 	e.failOps(t, "delay: time \"5\"", "link", "set", "sw1:p1", "delay", "5")
