@@ -57,7 +57,8 @@ func ControlRequest(path string, req, resp any, timeout time.Duration) error {
 type DaemonPort struct {
 	Port      string
 	Transport string
-	// Link is "up", "down" or "waiting" (a listening port without a
+	// Link is "up", "down", "down (admin)" (set down by a link op, as
+	// `emulab link set` does) or "waiting" (a listening port without a
 	// peer yet).
 	Link string
 }
@@ -73,11 +74,13 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 			URI       string `json:"uri"`
 			Connected bool   `json:"connected"`
 			Up        bool   `json:"up"`
+			AdminUp   *bool  `json:"admin_up"`
 		} `json:"ports"`
 		Status *struct {
 			Port      string `json:"port"`
 			Transport string `json:"transport"`
 			Link      string `json:"link"`
+			AdminDown bool   `json:"admin_down"`
 		} `json:"status"`
 	}
 	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
@@ -87,6 +90,8 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 	for _, p := range r.Ports {
 		st := "down"
 		switch {
+		case p.AdminUp != nil && !*p.AdminUp:
+			st = "down (admin)"
 		case p.Up:
 			st = "up"
 		case !p.Connected:
@@ -99,7 +104,11 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 		out = append(out, DaemonPort{Port: p.Port, Transport: tr, Link: st})
 	}
 	if r.Status != nil && r.Status.Port != "" {
-		out = append(out, DaemonPort{Port: r.Status.Port, Transport: r.Status.Transport, Link: r.Status.Link})
+		st := r.Status.Link
+		if r.Status.AdminDown {
+			st = "down (admin)"
+		}
+		out = append(out, DaemonPort{Port: r.Status.Port, Transport: r.Status.Transport, Link: st})
 	}
 	return out, nil
 }

@@ -644,6 +644,9 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 	if _, err := e.pingRTT(t, l, "h1", "h2"); err == nil {
 		t.Errorf("ping through sw1:p1 while it is down got a reply")
 	}
+	if out := e.mustRun(t, "status", l.name); !regexp.MustCompile(`(?m)^\s+sw1:p1\s+h1:eth0\s+down \(admin\)`).MatchString(out) {
+		t.Errorf("status with sw1:p1 set down:\n%s", out)
+	}
 	e.mustOps(t, "link", "set", "sw1:p1", "up")
 	e.ping(t, l, "h1", "h2")
 	if out := e.mustOps(t, "link", "set", "sw1:p1", "delay", "5ms"); !strings.Contains(out, "delay 5ms") {
@@ -678,6 +681,9 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 	e.mustOps(t, "link", "set", "h2", "down")
 	if _, err := e.pingRTT(t, l, "h1", "h2"); err == nil {
 		t.Errorf("ping to h2 while its NIC link is down got a reply")
+	}
+	if out := e.mustRun(t, "status", l.name); !regexp.MustCompile(`(?m)^\s+h2:eth0\s+sw1:p2\s+down \(admin\)`).MatchString(out) {
+		t.Errorf("status with h2's link set down:\n%s", out)
 	}
 	e.mustOps(t, "link", "set", "h2:eth0", "up")
 	e.ping(t, l, "h1", "h2")
