@@ -34,7 +34,7 @@ func ResolveNode(root, ref string) (labName, node, namespace string, err error) 
 		}
 		switch len(labs) {
 		case 0:
-			return "", "", "", fmt.Errorf("node %s: no lab is up", node)
+			return "", "", "", fmt.Errorf("node %s: no lab is up under %s (--state-dir)", node, root)
 		case 1:
 			labName = labs[0]
 		default:

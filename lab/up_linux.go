@@ -109,7 +109,7 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 
 	dir := filepath.Join(opt.StateRoot, spec.Name)
 	if rec, err := readRecord(opt.StateRoot, spec.Name); err == nil && !rec.empty() {
-		return nil, fmt.Errorf("lab %s is already up (state %s): `emulab down %s` first", spec.Name, dir, spec.Name)
+		return nil, fmt.Errorf("lab %s is already up (state %s): `%s` first", spec.Name, dir, downCommand(opt.StateRoot, spec.Name))
 	}
 
 	// 1. Binaries and the plan: nothing is touched yet. Under `go run`
@@ -179,7 +179,7 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	}
 	if !s.recordEmpty() {
 		s.Close()
-		return nil, fmt.Errorf("lab %s is already up (state %s): `emulab down %s` first", spec.Name, dir, spec.Name)
+		return nil, fmt.Errorf("lab %s is already up (state %s): `%s` first", spec.Name, dir, downCommand(opt.StateRoot, spec.Name))
 	}
 	l = &Lab{Spec: spec, State: s, procs: map[string]*Proc{}, grace: opt.Grace}
 	defer func() {
@@ -553,4 +553,13 @@ func readRecord(root, name string) (*nsRecord, error) {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(root, name, "state.json"), err)
 	}
 	return &r, nil
+}
+
+// downCommand is the emulab command that takes lab name down, for hints:
+// with the state directory when it is not the default.
+func downCommand(root, name string) string {
+	if filepath.Clean(root) == DefaultStateRoot {
+		return "emulab down " + name
+	}
+	return "emulab down --state-dir " + root + " " + name
 }

@@ -72,7 +72,9 @@ func TestUpStartHelper(t *testing.T) {
 		if labs, err := Labs(l.State.Root); err != nil || len(labs) != 1 || labs[0] != spec.Name {
 			t.Errorf("Labs: %v %v", labs, err)
 		}
-		if _, err := Up(context.Background(), spec, UpOptions{StateRoot: l.State.Root, Hosts: HostsTAP}); err == nil || !strings.Contains(err.Error(), "already up") {
+		// The hint names the state directory the lab is under.
+		if _, err := Up(context.Background(), spec, UpOptions{StateRoot: l.State.Root, Hosts: HostsTAP}); err == nil || !strings.Contains(err.Error(), "already up") ||
+			!strings.Contains(err.Error(), "`emulab down --state-dir "+l.State.Root+" "+spec.Name+"` first") {
 			t.Errorf("second Up of a lab that is up: %v", err)
 		}
 		// ResolveNode: lab/node, and node alone with one lab up.
@@ -227,4 +229,14 @@ func atoiOr0(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// TestResolveNodeNoLab: with no lab under the state directory the error
+// names the directory it looked in (a --state-dir given in the wrong
+// place, or not at all, is the usual cause).
+func TestResolveNodeNoLab(t *testing.T) {
+	root := t.TempDir()
+	if _, _, _, err := ResolveNode(root, "h1"); err == nil || !strings.Contains(err.Error(), "node h1: no lab is up under "+root+" (--state-dir)") {
+		t.Errorf("ResolveNode with no lab: %v", err)
+	}
 }
