@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -27,7 +29,8 @@ func init() {
 		Short: "Run a command inside a node's namespace (root)",
 		Long: `exec runs CMD inside the network namespace of NODE, as ip netns exec does but
 without a shell: the arguments are passed as they are. NODE is LAB/NODE, or
-just NODE when one lab is up. Standard input, output and error are the
+just NODE when one lab is up. --state-dir goes before NODE or between NODE
+and "--"; everything after "--" is the command's. Standard input, output and error are the
 terminal's; exec exits with the command's exit status (128+N if a signal N
 ended it). SIGTERM and SIGHUP are passed on to the command, and so is SIGINT
 unless it came from the terminal (which sends Ctrl-C to the command itself).`,
@@ -37,8 +40,23 @@ unless it came from the terminal (which sends Ctrl-C to the command itself).`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// Flag parsing stops at NODE, so "--" reaches us as an
-			// argument.
+			// argument. exec's own --state-dir may also come between
+			// NODE and a "--" (as other commands take flags after
+			// their arguments); without a "--" everything is the
+			// command's.
 			argv := args[1:]
+			if slices.Contains(argv, "--") {
+				for len(argv) > 0 && (argv[0] == "--state-dir" || strings.HasPrefix(argv[0], "--state-dir=")) {
+					if v, ok := strings.CutPrefix(argv[0], "--state-dir="); ok {
+						fl.stateDir, argv = v, argv[1:]
+						continue
+					}
+					if len(argv) < 2 || argv[1] == "--" {
+						return fmt.Errorf("exec %s: --state-dir needs a directory", args[0])
+					}
+					fl.stateDir, argv = argv[1], argv[2:]
+				}
+			}
 			if argv[0] == "--" {
 				argv = argv[1:]
 			}

@@ -36,6 +36,10 @@ func TestUpRelativeStateDir(t *testing.T) {
 	if out := run("exec", "--state-dir", rel, l.node("h1"), "--", "ping", "-c", "1", "-W", "2", l.ip("h2")); !strings.Contains(out, "1 received") {
 		t.Errorf("ping:\n%s", out)
 	}
+	// The flag may also come after NODE, before "--".
+	if out := run("exec", l.node("h1"), "--state-dir", rel, "--", "ping", "-c", "1", "-W", "2", l.ip("h2")); !strings.Contains(out, "1 received") {
+		t.Errorf("ping with --state-dir after NODE:\n%s", out)
+	}
 	run("down", "--state-dir", rel, l.name)
 	e.checkGone(t, l, nil)
 }
