@@ -73,6 +73,7 @@ type capRecord struct {
 	ts      time.Time
 	data    []byte
 	comment string
+	dropped uint64 // records of this port lost to this client just before this one
 }
 
 // captureSub is one capture client. ifaces maps switch port index to
@@ -81,7 +82,12 @@ type captureSub struct {
 	ifaces map[int]int
 	ch     chan capRecord
 	ctl    chan capRecord // MAC Control frames (controlQueue)
-	closed bool           // loop goroutine: unsubscribed, ch closed
+	// dropped counts, per port index, records lost since the last one
+	// this client got (loop goroutine): the next one says so in its
+	// comment, as an emunic's capture does, so a gap is visible in the
+	// file and not only in capture_drop.
+	dropped map[int]uint64
+	closed  bool // loop goroutine: unsubscribed, ch closed
 	// padLinks pads IB link packets to 64 bytes (see above).
 	padLinks bool
 }
@@ -113,19 +119,22 @@ type heldRecord struct {
 func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts time.Time) {
 	important := !d.ib && isMACControl(data) || strings.Contains(comment, ": ")
 	for _, s := range p.caps {
-		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment}
+		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment, dropped: s.dropped[p.idx]}
 		select {
 		case s.ch <- r:
+			s.dropped[p.idx] = 0
 			continue
 		default:
 		}
 		if important {
 			select {
 			case s.ctl <- r:
+				s.dropped[p.idx] = 0
 				continue
 			default:
 			}
 		}
+		s.dropped[p.idx]++
 		p.st.CaptureDrops++
 	}
 }
@@ -264,7 +273,7 @@ func joinNote(a, b string) string {
 // subscribe starts a capture of ports (indexes); loop goroutine.
 func (d *Daemon) subscribe(ports []int, padLinks bool) *captureSub {
 	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue),
-		ctl: make(chan capRecord, controlQueue), padLinks: padLinks}
+		ctl: make(chan capRecord, controlQueue), padLinks: padLinks, dropped: make(map[int]uint64, len(ports))}
 	for i, idx := range ports {
 		s.ifaces[idx] = i
 		p := d.ports[idx]
@@ -333,6 +342,13 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 		}
 		if !ok {
 			return ng.Close()
+		}
+		if r.dropped > 0 {
+			gap := fmt.Sprintf("%d frames before this one not captured (slow reader)", r.dropped)
+			if r.comment != "" {
+				gap = r.comment + "; " + gap
+			}
+			r.comment = gap
 		}
 		var err error
 		switch {

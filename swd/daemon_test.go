@@ -549,3 +549,46 @@ func openCapture(t *testing.T, ctl, req, want string) (net.Conn, *bufio.Reader) 
 	}
 	return c, br
 }
+
+// TestCaptureGapNoted: a capture client that falls behind loses records
+// (capture_drop), and the next record it gets says how many went before
+// it, in its comment, as an emunic's capture does.
+func TestCaptureGapNoted(t *testing.T) {
+	td := startTestDaemon(t, true)
+	s := &captureSub{ifaces: map[int]int{0: 0}, ch: make(chan capRecord, 1), ctl: make(chan capRecord, 1), dropped: map[int]uint64{}}
+	data := udpFrame(64, 0)
+	var first, second capRecord
+	td.d.onLoop(func() {
+		p := td.d.ports[0]
+		p.caps = append(p.caps, s)
+		for range 3 { // one queued, two lost
+			td.d.emit(p, capDir(0), data, "rx", time.Now())
+		}
+		first = <-s.ch
+		td.d.emit(p, capDir(0), data, "rx", time.Now())
+		second = <-s.ch
+		p.caps = p.caps[:len(p.caps)-1]
+	})
+	if first.dropped != 0 || second.dropped != 2 {
+		t.Fatalf("dropped before the records: %d and %d, want 0 and 2", first.dropped, second.dropped)
+	}
+	if got := td.counters(t, "p1")["capture_drop"]; got != 2 {
+		t.Errorf("capture_drop %d, want 2", got)
+	}
+	// Written out, the record's comment carries the gap.
+	out := &captureSub{ifaces: map[int]int{0: 0}, ch: make(chan capRecord, 1), ctl: make(chan capRecord, 1)}
+	out.ch <- second
+	close(out.ch)
+	var buf bytes.Buffer
+	if err := td.d.streamCapture(&buf, out, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec capture.Record
+	if err := r.Next(&rec); err != nil || rec.Comment != "rx; 2 frames before this one not captured (slow reader)" {
+		t.Errorf("record comment %q, %v", rec.Comment, err)
+	}
+}

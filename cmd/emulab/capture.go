@@ -254,12 +254,16 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 		}
 	}
 	started := false
+	var missed uint64
 	n, err := streamLive(ctx, out, !isRegularFile(out), srcs, stop.packets, func() {
 		started = true
 		notef("Capturing on %s", strings.Join(names, ", "))
-	})
+	}, &missed)
 	if started {
 		notef("%d packet%s captured", n, livePlural(n))
+		if missed > 0 {
+			notef("%d frame%s not captured: a daemon's queue toward this capture was full (the comment of the next packet says how many before it); write to a file on a faster disk, capture fewer ports, or filter afterwards", missed, livePlural(int(missed)))
+		}
 	} else if out != os.Stdout {
 		// No daemon captured: leave no empty file behind.
 		out.Close()
@@ -338,7 +342,9 @@ type liveRec struct {
 // flushes after every packet (a pipe's reader sees each at once);
 // otherwise output is flushed when no record is waiting. ready, if not
 // nil, is called once every daemon captures and the interfaces are out.
-func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSource, limit int, ready func()) (written int, err error) {
+// missed, if not nil, adds up the frames the daemons' records say they
+// could not queue for this capture (missedIn).
+func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSource, limit int, ready func(), missed *uint64) (written int, err error) {
 	defer func() {
 		if errors.Is(err, syscall.EPIPE) {
 			// The reader went away (Wireshark closed): the capture is
@@ -417,6 +423,9 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 			}
 		}
 		written++
+		if missed != nil {
+			*missed += missedIn(r.comment)
+		}
 		return limit > 0 && written >= limit, nil
 	}
 	// drain writes the records that already arrived, when the capture
@@ -496,4 +505,23 @@ func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liv
 			return
 		}
 	}
+}
+
+// missedIn reads the count of a daemon's "N frames before this one not
+// captured (slow reader)" from a record's comment; 0 if there is none.
+func missedIn(comment string) uint64 {
+	const tail = " frames before this one not captured"
+	i := strings.Index(comment, tail)
+	if i < 0 {
+		return 0
+	}
+	j := i
+	for j > 0 && comment[j-1] >= '0' && comment[j-1] <= '9' {
+		j--
+	}
+	n, err := strconv.ParseUint(comment[j:i], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }

@@ -261,7 +261,11 @@ func runExtcap(out, errOut io.Writer, fl *extcapFlags) error {
 	ctx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	watchReader(ctx, f, stopWatch)
-	n, err := streamLive(ctx, f, true, srcs, int(fl.packets), func() { debugf("capturing") })
+	var missed uint64
+	n, err := streamLive(ctx, f, true, srcs, int(fl.packets), func() { debugf("capturing") }, &missed)
+	if missed > 0 {
+		debugf("%d frames not captured (a daemon's queue toward this capture was full)", missed)
+	}
 	debugf("%d packets captured", n)
 	if err != nil {
 		return fmt.Errorf("capture %s: %w", i.Name, err)
