@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -165,7 +166,7 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	}
 	for _, pn := range plan.nodes {
 		if NamespaceExists(pn.namespace) {
-			return nil, fmt.Errorf("namespace %s exists already (lab %s up under another state directory, or not torn down): remove it with `emulab down %s` or `ip netns delete %s`", pn.namespace, spec.Name, spec.Name, pn.namespace)
+			return nil, namespaceTaken(opt.StateRoot, spec.Name, pn.node.Name, pn.namespace)
 		}
 	}
 
@@ -562,4 +563,25 @@ func downCommand(root, name string) string {
 		return "emulab down " + name
 	}
 	return "emulab down --state-dir " + root + " " + name
+}
+
+// namespaceTaken explains why node's namespace ns of lab name exists
+// already. Lab and node names join with '-', so a lab under this state
+// directory may own it under another split (lab w2-x's h1 and lab w2's
+// x-h1 are both emu-w2-x-h1): its record says so.
+func namespaceTaken(root, name, node, ns string) error {
+	labs, _ := Labs(root)
+	for _, other := range labs {
+		rec, err := readRecord(root, other)
+		if err != nil || !slices.Contains(rec.Namespaces, ns) {
+			continue
+		}
+		if other == name {
+			break // the lab itself, half torn down
+		}
+		return fmt.Errorf("namespace %s of node %s is lab %s's, which is up: lab and node names join with '-' to the same name; rename one, or take lab %s down first (`%s`)",
+			ns, node, other, other, downCommand(root, other))
+	}
+	return fmt.Errorf("namespace %s of node %s exists already: lab %s up under another state directory, a lab not torn down, or another lab whose name and node join to the same name (names join with '-'): `%s` or `ip netns delete %s` removes it",
+		ns, node, name, downCommand(root, name), ns)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -187,7 +188,7 @@ func TestUpFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = Up(context.Background(), spec, UpOptions{StateRoot: root, BinDir: bin, Hosts: HostsTAP})
-		if err == nil || !strings.Contains(err.Error(), "namespace "+name+" exists already") {
+		if err == nil || !strings.Contains(err.Error(), "namespace "+name+" of node h2 exists already") {
 			t.Errorf("Up: %v", err)
 		}
 		if !NamespaceExists(name) {
@@ -238,5 +239,30 @@ func TestResolveNodeNoLab(t *testing.T) {
 	root := t.TempDir()
 	if _, _, _, err := ResolveNode(root, "h1"); err == nil || !strings.Contains(err.Error(), "node h1: no lab is up under "+root+" (--state-dir)") {
 		t.Errorf("ResolveNode with no lab: %v", err)
+	}
+}
+
+// TestNamespaceTaken: lab and node names join with '-', so lab w2-x's node
+// h1 and lab w2's node x-h1 are both emu-w2-x-h1. The refusal names the
+// lab that owns the namespace and how to take it down, not the lab being
+// brought up.
+func TestNamespaceTaken(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "w2-x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec := `{"lab":"w2-x","namespaces":["emu-w2-x-sw1","emu-w2-x-h1"],"procs":[],"sockets":[]}`
+	if err := os.WriteFile(filepath.Join(root, "w2-x", "state.json"), []byte(rec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := namespaceTaken(root, "w2", "x-h1", "emu-w2-x-h1")
+	if err == nil || !strings.Contains(err.Error(), "namespace emu-w2-x-h1 of node x-h1 is lab w2-x's") ||
+		!strings.Contains(err.Error(), "`emulab down --state-dir "+root+" w2-x`") {
+		t.Errorf("collision: %v", err)
+	}
+	err = namespaceTaken(root, "w3", "h1", "emu-w3-h1")
+	if err == nil || !strings.Contains(err.Error(), "namespace emu-w3-h1 of node h1 exists already") ||
+		!strings.Contains(err.Error(), "`emulab down --state-dir "+root+" w3`") {
+		t.Errorf("no owner found: %v", err)
 	}
 }
