@@ -153,6 +153,10 @@ func (d *decoder) topology(s *Spec, path string, v any) map[*Node]nodeQoSSrc {
 				written++
 				n, ports, src := d.node(s, e)
 				if n == nil {
+					if d.badNodes == nil {
+						d.badNodes = make(map[string]bool)
+					}
+					d.badNodes[e.key] = true
 					continue
 				}
 				n.Index = len(s.Nodes)
@@ -578,7 +582,9 @@ func (d *decoder) endpoints(s *Spec, m *mapping) ([2]endpointRef, bool) {
 		}
 		n := s.Node(node)
 		if n == nil {
-			d.errorf(ep, "unknown node %q in %q", node, str)
+			if !d.badNodes[node] {
+				d.errorf(ep, "unknown node %q in %q", node, str)
+			}
 			good = false
 			continue
 		}

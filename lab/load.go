@@ -117,29 +117,39 @@ func (d *decoder) read(data []byte) (map[string]any, bool) {
 // merge them silently.
 func (d *decoder) checkFoldedKeys(doc *yaml.Node) bool {
 	ok := true
-	var walk func(n *yaml.Node, depth int)
-	walk = func(n *yaml.Node, depth int) {
+	var walk func(n *yaml.Node, depth int, path string)
+	walk = func(n *yaml.Node, depth int, path string) {
 		if depth > maxDepth {
 			return
 		}
-		if n.Kind == yaml.MappingNode {
+		switch n.Kind {
+		case yaml.MappingNode:
 			seen := make(map[string]*yaml.Node)
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k := n.Content[i]
 				low := strings.ToLower(k.Value)
 				if prev, dup := seen[low]; dup && k.Tag != "!!merge" {
-					d.errs = append(d.errs, &FieldError{File: d.file, Line: k.Line, Field: k.Value,
-						Msg: fmt.Sprintf("key %q repeats %q (line %d): keys are case-insensitive", k.Value, prev.Value, prev.Line)})
+					msg := fmt.Sprintf("key %q repeats line %d", k.Value, prev.Line)
+					if prev.Value != k.Value {
+						msg = fmt.Sprintf("key %q repeats %q (line %d): keys are case-insensitive", k.Value, prev.Value, prev.Line)
+					}
+					d.errs = append(d.errs, &FieldError{File: d.file, Line: k.Line, Field: join(path, k.Value), Msg: msg})
 					ok = false
 				}
 				seen[low] = k
+				walk(n.Content[i+1], depth+1, join(path, k.Value))
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, depth+1, fmt.Sprintf("%s[%d]", path, i))
+			}
+		default:
+			for _, c := range n.Content {
+				walk(c, depth+1, path)
 			}
 		}
-		for _, c := range n.Content {
-			walk(c, depth+1)
-		}
 	}
-	walk(doc, 0)
+	walk(doc, 0, "")
 	return ok
 }
 
@@ -178,6 +188,9 @@ type decoder struct {
 	warns ErrorList
 	// dropped counts errors beyond maxErrors.
 	dropped int
+	// badNodes are topology.nodes entries already reported as invalid:
+	// a link or flow naming one is not reported again as an unknown node.
+	badNodes map[string]bool
 }
 
 func (d *decoder) errorf(path, format string, args ...any) {

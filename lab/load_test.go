@@ -185,7 +185,9 @@ func TestParseErrors(t *testing.T) {
 		{"switch setting on nic", replace(`h1: {kind: nic}`, `h1: {kind: nic, cut_through: false}`),
 			`t.yaml:5: topology.nodes.h1.cut_through: "cut_through" is a switch setting; h1 is a nic`},
 		{"case-folded duplicate", replace("    h2: {kind: nic}", "    h2: {kind: nic}\n    H2: {kind: nic}"),
-			`t.yaml:8: H2: key "H2" repeats "h2" (line 7): keys are case-insensitive`},
+			`t.yaml:8: topology.nodes.H2: key "H2" repeats "h2" (line 7): keys are case-insensitive`},
+		{"duplicate", replace("    h2: {kind: nic}", "    h2: {kind: nic}\n    h2: {kind: switch}"),
+			`t.yaml:8: topology.nodes.h2: key "h2" repeats line 7`},
 		{"yaml syntax", replace(`sim: {duration: 1ms}`, `sim: {duration: 1ms`),
 			`t.yaml:21: did not find expected ',' or '}' (in the mapping or list that starts on this line)`},
 		{"not a mapping", "- just\n- a list\n",
@@ -325,5 +327,39 @@ func TestParseTooManyErrors(t *testing.T) {
 	var list ErrorList
 	if !errors.As(err, &list) || len(list) != maxErrors+1 || list[maxErrors].Error() != "many.yaml: 10 more errors not shown" {
 		t.Fatalf("got %d errors, last %v", len(list), list[len(list)-1])
+	}
+}
+
+// TestParseErrorsNoFollowOn: a node rejected at its own entry (a bad kind,
+// a bad name) is one error: the links and flows that name it do not add
+// "unknown node" errors, and other mistakes of the file are still found.
+func TestParseErrorsNoFollowOn(t *testing.T) {
+	src := `name: t
+topology:
+  nodes:
+    sw1: {kind: switch}
+    h1: {kind: nic}
+    h2: {kind: nicc}
+  links:
+    - endpoints: ["h1:eth0", "sw1:p1"]
+    - endpoints: ["h2:eth0", "sw1:p2"]
+traffic:
+  - {src: h1, dst: h2, kind: rdma_write, size: 64KiB, bogus: 1}
+`
+	_, err := Parse("t.yaml", []byte(src))
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("error %v", err)
+	}
+	var msgs []string
+	for _, e := range list {
+		msgs = append(msgs, e.Error())
+		if strings.Contains(e.Error(), "unknown node") {
+			t.Errorf("follow-on error: %v", e)
+		}
+	}
+	all := strings.Join(msgs, "\n")
+	if !strings.Contains(all, `t.yaml:6: topology.nodes.h2.kind: "nicc" is not one of nic, switch`) || !strings.Contains(all, "bogus") {
+		t.Errorf("errors:\n%s", all)
 	}
 }

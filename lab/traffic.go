@@ -109,7 +109,9 @@ func (d *decoder) nodeList(s *Spec, m *mapping, key string) []nodeRef {
 		n := s.Node(name)
 		switch {
 		case n == nil:
-			d.errorf(paths[i], "unknown node %q", name)
+			if !d.badNodes[name] { // reported at its own entry
+				d.errorf(paths[i], "unknown node %q", name)
+			}
 			good = false
 		case n.Kind != KindNIC:
 			d.errorf(paths[i], "%s is a switch; traffic runs between nic nodes", name)
