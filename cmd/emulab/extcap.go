@@ -254,8 +254,9 @@ func runExtcap(out, errOut io.Writer, fl *extcapFlags) error {
 	// Opening a FIFO for writing waits for its reader (Wireshark has it
 	// open already).
 	// Wireshark's FIFO exists already (opening it waits for its reader);
-	// a path that does not is created as a plain file, as dumpcap -w does.
-	f, err := os.OpenFile(fl.fifo, os.O_WRONLY|os.O_CREATE, 0o600)
+	// a path that does not is created as a plain file, as dumpcap -w does
+	// (O_TRUNC does nothing to a FIFO).
+	f, err := os.OpenFile(fl.fifo, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return fmt.Errorf("--fifo: %w", err)
 	}
