@@ -165,6 +165,9 @@ func yamlError(file string, err error) *FieldError {
 	}
 	msg = strings.TrimPrefix(msg, "While parsing config: ")
 	msg = strings.TrimPrefix(msg, "yaml: ")
+	if strings.Contains(msg, "found character that cannot start any token") {
+		msg += " (a tab? YAML indents with spaces only)"
+	}
 	line := 0
 	if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
 		line, _ = strconv.Atoi(msg[m[2]:m[3]])

@@ -190,6 +190,8 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:8: topology.nodes.h2: key "h2" repeats line 7`},
 		{"yaml syntax", replace(`sim: {duration: 1ms}`, `sim: {duration: 1ms`),
 			`t.yaml:21: did not find expected ',' or '}' (in the mapping or list that starts on this line)`},
+		{"tab", replace("    h2: {kind: nic}", "\th2: {kind: nic}"),
+			`t.yaml:7: found character that cannot start any token (a tab? YAML indents with spaces only)`},
 		{"not a mapping", "- just\n- a list\n",
 			`t.yaml:1: a lab file is a YAML mapping (name:, topology:, ...)`},
 		{"empty", "", `t.yaml: the file is empty`},
