@@ -64,8 +64,8 @@ after that re-sweep. A summary of the sweeps goes to standard error.`,
   emulab ib routes ib-fat-tree --node leaf1          # a running lab`,
 	}
 	parent.PersistentFlags().StringVar(&fl.node, "node", "", "only the node called `NAME` (a switch, or an HCA's host)")
-	parent.PersistentFlags().BoolVar(&fl.json, "json", false, "print JSON instead of the infiniband-diags text")
-	parent.PersistentFlags().StringVar(&fl.cut, "cut", "", "cut the link on `NODE:PORT` after the first sweep and show the re-sweep")
+	parent.PersistentFlags().BoolVar(&fl.json, "json", false, "print JSON instead of the infiniband-diags text (a lab FILE only)")
+	parent.PersistentFlags().StringVar(&fl.cut, "cut", "", "cut the link on `NODE:PORT` after the first sweep and show the re-sweep (a lab FILE only)")
 	parent.PersistentFlags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of running labs live under `DIR`")
 	for _, c := range []struct{ use, short string }{
 		{"nodes", "The topology, as ibnetdiscover writes it"},
