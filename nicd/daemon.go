@@ -105,8 +105,12 @@ type Daemon struct {
 	adminDownFlag atomic.Bool   // adminDown, for status
 	rateBps       atomic.Uint64 // the port's rate now (the lab file's, or a link op's), for status
 
-	mu        sync.Mutex // guards linkState and listener
+	mu        sync.Mutex // guards linkState, listener and the carrier fields
 	linkState string
+	// carrierTAP is the host's TAP once it is attached, carrierOn what its
+	// carrier was last set to (syncCarrier).
+	carrierTAP *rt.TAP
+	carrierOn  bool
 	linkErr   error
 	listener  *rt.SeqpacketListener
 	pubLink   *rt.Port // linkPort, for readers of its atomic counters
@@ -275,6 +279,10 @@ func (d *Daemon) openTAP() error {
 		return err
 	}
 	d.nic.SetHostDeliver(d.tapPort.Transmit)
+	d.mu.Lock()
+	d.carrierTAP, d.carrierOn = tap, true // a TAP starts with its carrier on
+	d.mu.Unlock()
+	d.syncCarrier()
 	return nil
 }
 
@@ -365,6 +373,7 @@ func (d *Daemon) Close() error {
 		d.mu.Lock()
 		ln := d.listener
 		d.listener = nil
+		d.carrierTAP = nil // the TAP goes with the loop's ports
 		d.mu.Unlock()
 		if ln != nil {
 			ln.Close()

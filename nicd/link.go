@@ -225,6 +225,27 @@ func (d *Daemon) setLink(state string, err error) {
 	d.mu.Lock()
 	d.linkState, d.linkErr = state, err
 	d.mu.Unlock()
+	d.syncCarrier()
+}
+
+// syncCarrier shows the NIC's link to its host as a NIC's PHY does: the
+// TAP has carrier while the link to the switch is up and not set down by
+// the link op, and the host's `ip link` says NO-CARRIER otherwise (its
+// kernel then sends nothing on it and takes its routes out of use). Any
+// goroutine; the ioctl is made under d.mu so that two changes cannot land
+// in the wrong order.
+func (d *Daemon) syncCarrier() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	on := d.linkState == LinkUp && !d.adminDownFlag.Load()
+	if d.carrierTAP == nil || on == d.carrierOn {
+		return
+	}
+	if err := d.carrierTAP.SetCarrier(on); err != nil {
+		d.log.Printf("tap %s: carrier: %v", d.carrierTAP.Name(), err)
+		return
+	}
+	d.carrierOn = on
 }
 
 func (d *Daemon) currentLinkPort() *rt.Port {

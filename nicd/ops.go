@@ -277,4 +277,5 @@ func (d *Daemon) setAdminDown(down bool) {
 		d.gate.apply()
 	}
 	d.adminDownFlag.Store(down)
+	d.syncCarrier()
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -217,6 +218,32 @@ func (t *TAP) configureLink(cfg TAPConfig) error {
 
 // Name is the interface name the kernel gave the device.
 func (t *TAP) Name() string { return t.name }
+
+// tunSetCarrier is TUNSETCARRIER, _IOW('T', 226, int) (Linux 5.0); not in
+// golang.org/x/sys/unix.
+const tunSetCarrier = 0x400454e2
+
+// SetCarrier turns the interface's carrier on or off, as a NIC's PHY
+// reports its link: with it off the host's kernel shows NO-CARRIER (`ip
+// link`), takes the interface's routes out of use and sends nothing on it.
+// A TAP starts with the carrier on.
+func (t *TAP) SetCarrier(on bool) error {
+	v := int32(0)
+	if on {
+		v = 1
+	}
+	var errno unix.Errno
+	err := t.rc.Control(func(fd uintptr) {
+		_, _, errno = unix.Syscall(unix.SYS_IOCTL, fd, tunSetCarrier, uintptr(unsafe.Pointer(&v)))
+	})
+	if err != nil {
+		return t.closedErr(err)
+	}
+	if errno != 0 {
+		return os.NewSyscallError("ioctl TUNSETCARRIER", errno)
+	}
+	return nil
+}
 
 // MTU is the L3 MTU frames are segmented to (0: gso_size as given).
 func (t *TAP) MTU() int { return t.mtu }

@@ -173,6 +173,30 @@ func TestTAPLifecycle(t *testing.T) {
 	if _, err := netlink.LinkByName("emut-life"); err == nil {
 		t.Fatal("TAP visible in the caller's namespace")
 	}
+	// The carrier follows SetCarrier (the host sees NO-CARRIER: the link
+	// is not "lower up").
+	carrier := func() bool {
+		l, err := nl.LinkByName("emut-life")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l.Attrs().RawFlags&unix.IFF_LOWER_UP != 0
+	}
+	if !carrier() {
+		t.Error("a new TAP has no carrier")
+	}
+	if err := tap.SetCarrier(false); err != nil {
+		t.Fatal(err)
+	}
+	if carrier() {
+		t.Error("carrier on after SetCarrier(false)")
+	}
+	if err := tap.SetCarrier(true); err != nil {
+		t.Fatal(err)
+	}
+	if !carrier() {
+		t.Error("carrier off after SetCarrier(true)")
+	}
 	// Close unblocks a pending Read.
 	errc := make(chan error, 1)
 	go func() {

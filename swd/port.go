@@ -47,6 +47,8 @@ type swPort struct {
 	// a train that flushTAPs (taptx.go) writes after the loop's event.
 	direct    bool
 	tapQueued bool
+	// tapCarrier is what the TAP's carrier was last set to (it starts on).
+	tapCarrier bool
 	connected bool
 	adminUp   bool
 	sched     *lab.LinkSchedule // the link's schedule (link op), nil when none was set
@@ -140,6 +142,15 @@ func (p *swPort) syncUp() {
 		}
 	}
 	p.d.sw.SetPortUp(p.idx, up)
+	if p.tap != nil && p.tapCarrier != up {
+		// The host behind a TAP port sees the link as a NIC's PHY would
+		// show it: NO-CARRIER while the port is set down.
+		if err := p.tap.SetCarrier(up); err != nil {
+			p.d.log.Printf("port %s: tap carrier: %v", p.name, err)
+		} else {
+			p.tapCarrier = up
+		}
+	}
 }
 
 // Transmit implements switchcore.PortTx: the engine starts f on this port

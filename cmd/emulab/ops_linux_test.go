@@ -685,7 +685,14 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 	if out := e.mustRun(t, "status", l.name); !regexp.MustCompile(`(?m)^\s+h2:eth0\s+sw1:p2\s+down \(admin\)`).MatchString(out) {
 		t.Errorf("status with h2's link set down:\n%s", out)
 	}
+	// The host sees its NIC's link go, as a real NIC's PHY shows it.
+	if hostCarrier(t, l, "h2") {
+		t.Errorf("h2's eth0 has carrier while its NIC's link is set down")
+	}
 	e.mustOps(t, "link", "set", "h2:eth0", "up")
+	if !hostCarrier(t, l, "h2") {
+		t.Errorf("h2's eth0 has no carrier after its NIC's link came up")
+	}
 	e.ping(t, l, "h1", "h2")
 	e.failOps(t, "changes only its link state (down, up) and rate", "link", "set", "h1:eth0", "delay", "5ms")
 	e.failOps(t, "emulab link set sw1:p1 delay 5ms", "link", "set", "h1:eth0", "delay", "5ms")
@@ -815,7 +822,13 @@ func testOpsTAP(t *testing.T, e *upEnv) {
 	if _, err := e.pingRTT(t, l, "h1", "h2"); err == nil {
 		t.Errorf("ping while h1's link is down got a reply")
 	}
+	if hostCarrier(t, l, "h1") {
+		t.Errorf("h1's eth0 has carrier while its switch port is down")
+	}
 	e.mustOps(t, "link", "set", "h1:eth0", "up", "delay", "5ms")
+	if !hostCarrier(t, l, "h1") {
+		t.Errorf("h1's eth0 has no carrier after its switch port came up")
+	}
 	rtt, err := e.pingRTT(t, l, "h1", "h2")
 	if err != nil {
 		t.Fatal(err)
@@ -838,4 +851,19 @@ func testOpsTAP(t *testing.T, e *upEnv) {
 	if n, icmp, _ := readFile(t, file); icmp == 0 || n < icmp {
 		t.Errorf("capture across down wrote %d records, %d ICMP", n, icmp)
 	}
+}
+
+// hostCarrier reports whether node's eth0 has carrier, as its namespace's
+// `ip link` shows it (NO-CARRIER when not).
+func hostCarrier(t *testing.T, l *upLab, node string) bool {
+	t.Helper()
+	ns, err := lab.NamespaceName(l.name, node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("ip", "-n", ns, "link", "show", "eth0").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip -n %s link show eth0: %v\n%s", ns, err, out)
+	}
+	return !strings.Contains(string(out), "NO-CARRIER")
 }
