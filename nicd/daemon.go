@@ -111,9 +111,9 @@ type Daemon struct {
 	// carrier was last set to (syncCarrier).
 	carrierTAP *rt.TAP
 	carrierOn  bool
-	linkErr   error
-	listener  *rt.SeqpacketListener
-	pubLink   *rt.Port // linkPort, for readers of its atomic counters
+	linkErr    error
+	listener   *rt.SeqpacketListener
+	pubLink    *rt.Port // linkPort, for readers of its atomic counters
 
 	ctl         *controlServer
 	metrics     *http.Server

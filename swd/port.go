@@ -49,9 +49,9 @@ type swPort struct {
 	tapQueued bool
 	// tapCarrier is what the TAP's carrier was last set to (it starts on).
 	tapCarrier bool
-	connected bool
-	adminUp   bool
-	sched     *lab.LinkSchedule // the link's schedule (link op), nil when none was set
+	connected  bool
+	adminUp    bool
+	sched      *lab.LinkSchedule // the link's schedule (link op), nil when none was set
 
 	speed     uint64 // the switch port's speed (lab file)
 	rate      uint64 // the wire's rate (link rate; default the port speed)
