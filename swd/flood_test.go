@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/rt"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // startFloodDaemon runs sw1 of testdata/flood.yaml with its three ports
@@ -216,5 +217,31 @@ func TestNewContextCancelWhileDialling(t *testing.T) {
 	}
 	for _, e := range ents {
 		t.Errorf("left behind: %s", e.Name())
+	}
+}
+
+// TestFloodLearns: the daemon floods broadcasts outside the engine, and
+// the engine still learns the sender from them: the unicast answer to an
+// ARP request from a host the lab file does not know (its own MAC and
+// address) reaches it instead of being dropped for want of a route (two
+// hand-run switches over a UDP link never resolved ARP before).
+func TestFloodLearns(t *testing.T) {
+	td, links := startFloodDaemon(t)
+	stranger := wire.MAC{0x02, 0xaa, 0, 0, 0, 0x33}
+	far := [4]byte{192, 0, 2, 33} // no route for it in the lab
+	b := udpFrame(10, 0)
+	wire.EncodeEthernet(b, &wire.EthernetFields{Dst: wire.MAC{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, Src: stranger, EtherType: wire.EtherTypeIPv4})
+	send(t, links[2], b) // the stranger is behind p3 (the other switch)
+	recv(t, links[0], 1)
+	recv(t, links[1], 1)
+	reply := udpFrame(20, 0)
+	wire.EncodeEthernet(reply, &wire.EthernetFields{Dst: stranger, Src: macH1, EtherType: wire.EtherTypeIPv4})
+	wire.IPv4(reply[wire.EthernetSize:]).Encode(&wire.IPv4Fields{TotalLength: uint16(len(reply) - wire.EthernetSize), TTL: 64, Protocol: wire.IPProtoUDP, Src: ipH1, Dst: far})
+	send(t, links[0], reply)
+	if got := recv(t, links[2], 1); !bytes.Equal(got[0], reply) {
+		t.Fatalf("p3 got %x, want the unicast reply", got[0])
+	}
+	if c := td.counters(t, "p1"); c["drop_no_route"] != 0 {
+		t.Errorf("p1 drop_no_route %d", c["drop_no_route"])
 	}
 }

@@ -285,6 +285,9 @@ func (p *swPort) ingress(f *frame.Frame) {
 			d.capture(p, dirRx, b, "flooded (broadcast/multicast)")
 		}
 		p.st.FloodRx++
+		// The engine learns the sender as if it had taken the frame:
+		// the answer to an ARP request is unicast to it.
+		d.sw.Learn(p.idx, wire.MAC(b[6:12]))
 		now := d.clk.Now()
 		for _, q := range d.ports {
 			if q == p || q.noFlood || !q.up() {

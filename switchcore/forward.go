@@ -42,6 +42,13 @@ func (t *fdb) learn(src wire.MAC, port int) {
 	t.m[src] = fdbEntry{port: port}
 }
 
+// Learn records that src was seen on port, as Receive does for every
+// frame it takes (when MAC learning is on): a driver that floods
+// broadcast and multicast itself, outside the engine, calls it for the
+// frames it floods, so that the unicast answer to an ARP request finds
+// the requester.
+func (s *Switch) Learn(port int, src wire.MAC) { s.fdb.learn(src, port) }
+
 // lpm is a longest-prefix-match table: one hash map per prefix length,
 // probed from the longest length present down.
 type lpm struct {
