@@ -32,17 +32,44 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return // -h: the usage went to stdout
+		}
 		fmt.Fprintln(os.Stderr, "emunic:", err)
 		os.Exit(1)
 	}
 }
 
+const nicUsage = `emunic runs one emulated RDMA NIC of a lab in real time (emulab up starts one
+per NIC node): it creates and owns the host's TAP, connects the NIC's port to
+its link and serves a control socket for counters, QoS and the RDMA engine.
+
+Usage:
+  emunic --lab FILE --node NAME --tap IFNAME@NETNS --port URI --control PATH [flags]
+
+--lab, --node, --tap, --port and --control are required. Port URIs:
+  seqpacket-dial:PATH, shm-dial:PATH   the switch port's socket (or -listen:PATH)
+  udp:LOCAL:PORT,REMOTE:PORT           a UDP link to a switch
+It prints "ready" when the TAP and the port are up; SIGTERM or SIGINT ends it.
+
+Example:
+  emunic --lab lab.yaml --node h1 --tap eth0@hostA --port shm-dial:/run/sw1-p1.sock --control /run/h1.ctl
+
+Flags:
+`
+
 func run(args []string, stdout io.Writer) error {
 	fs := pflag.NewFlagSet("emunic", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, nicUsage)
+		fs.PrintDefaults()
+	}
 	labFile := fs.String("lab", "", "lab file")
 	node := fs.String("node", "", "the NIC node in the lab file")
 	tap := fs.String("tap", "", "host interface to create, IFNAME@NETNS")
-	port := fs.String("port", "", "link: seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH or udp:LOCAL,REMOTE")
+	port := fs.String("port", "", "link: seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH or udp:LOCAL:PORT,REMOTE:PORT")
 	control := fs.String("control", "", "control socket path (created with mode 0600)")
 	metrics := fs.String("metrics", "", "Prometheus /metrics listen address, e.g. 127.0.0.1:9101")
 	dilation := fs.Int("time-dilation", 0, "run the emulated link N times slower than the wall clock (default: the lab file's time_dilation, else 1)")

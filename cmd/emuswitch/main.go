@@ -64,14 +64,42 @@ func main() {
 		runtime.GOMAXPROCS(1)
 	}
 	if err := run(os.Args[1:], os.Stdout); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return // -h: the usage went to stdout
+		}
 		fmt.Fprintln(os.Stderr, "emuswitch:", err)
 		os.Exit(2)
 	}
 }
 
+const switchUsage = `emuswitch runs one emulated switch of a lab in real time (emulab up starts one
+per switch node; run it by hand to put a switch between TAPs, as vde_switch -t).
+
+Usage:
+  emuswitch --lab FILE --node NAME --port PORTNAME=URI... --control PATH [flags]
+
+--lab, --node, --control and at least one --port are required. Port URIs:
+  tap:IFNAME@NETNS            a TAP created in namespace NETNS for a host or VM
+  seqpacket-listen:PATH       a unix socket a NIC or switch dials (seqpacket-dial:PATH the other end)
+  shm-listen:PATH             the same, the frames then in shared-memory rings (shm-dial:PATH)
+  udp:LOCAL:PORT,REMOTE:PORT  a UDP link to a switch on another machine
+It prints "ready" when every port is bound; SIGTERM or SIGINT ends it.
+
+Examples:
+  emuswitch --lab lab.yaml --node sw1 --port p1=tap:eth0@hostA --port p2=tap:eth0@hostB --control /run/sw1.ctl
+  emuswitch --lab lab.yaml --node sw1 --port p1=udp:10.0.0.1:4000,10.0.0.2:4000 --control /run/sw1.ctl --metrics 127.0.0.1:9100
+
+Flags:
+`
+
 func run(args []string, stdout io.Writer) error {
 	fs := pflag.NewFlagSet("emuswitch", pflag.ContinueOnError)
 	fs.SortFlags = false
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, switchUsage)
+		fs.PrintDefaults()
+	}
 	var o swd.Options
 	var ports []string
 	fs.StringVar(&o.Lab, "lab", "", "lab file (YAML)")
