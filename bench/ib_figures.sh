@@ -63,7 +63,9 @@ echo
 echo "| run | ping h1 -> h5 avg (ms) | write_bw (Gb/s) | read_bw (Gb/s) | send_bw (Gb/s) | iperf3 TCP over IPoIB (Gb/s) | idle CPU per daemon (% of a core) |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for r in $(seq 1 "$RUNS"); do
-	emulab up -q "${S[@]}" --hosts nic "$root/examples/ib-rdma.yaml" >/dev/null
+	# up's notes (a link schedule it leaves to the simulator) go to a log,
+	# not into the table; a failure shows them.
+	emulab up -q "${S[@]}" --hosts nic "$root/examples/ib-rdma.yaml" >/dev/null 2>"$tmp/up.log" || { cat "$tmp/up.log" >&2; exit 1; }
 	rtt=$(emulab exec "${S[@]}" ib-rdma/h1 -- ping -c 20 -i 0.01 -W 2 10.0.0.5 | awk -F/ '/^rtt/ { print $5 }')
 	w=$(emulab perf "${S[@]}" write_bw ib-rdma/h1 ib-rdma/h4 -s 65536 -n "$ITERS" --report_gbits | perfavg)
 	rd=$(emulab perf "${S[@]}" read_bw ib-rdma/h2 ib-rdma/h5 -s 65536 -n "$ITERS" --report_gbits | perfavg)
@@ -87,7 +89,7 @@ echo "| run | up (s) | converged sweep: nodes, SMPs, duration | cut leaf2:p5 -> 
 echo "| ---: | ---: | --- | ---: | --- |"
 for r in $(seq 1 "$RUNS"); do
 	t0=$(now)
-	emulab up -q "${S[@]}" --hosts nic "$root/examples/ib-fat-tree.yaml" >/dev/null
+	emulab up -q "${S[@]}" --hosts nic "$root/examples/ib-fat-tree.yaml" >/dev/null 2>"$tmp/up.log" || { cat "$tmp/up.log" >&2; exit 1; }
 	t1=$(now)
 	sweep=""
 	for _ in $(seq 1 200); do

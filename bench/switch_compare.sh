@@ -58,7 +58,13 @@ while [[ $# -gt 0 ]]; do
 	*) echo "switch_compare.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
 	esac
 done
-[[ "$SECS" =~ ^[0-9]+$ ]] || { echo "switch_compare.sh: --time $SECS: a whole number of seconds" >&2; exit 2; }
+[[ "$SECS" =~ ^[0-9]+$ && "$SECS" -ge 1 ]] || { echo "switch_compare.sh: --time $SECS: a whole number of seconds, at least 1" >&2; exit 2; }
+for o in ${ONLY//,/ }; do
+	case "$o" in
+	emuswitch | vde | bridge) ;;
+	*) echo "switch_compare.sh: --only $ONLY: $o is not one of emuswitch, vde, bridge" >&2; exit 2 ;;
+	esac
+done
 [[ "$RTT_ROUNDS" =~ ^[0-9]+$ ]] || { echo "switch_compare.sh: --rtt-rounds $RTT_ROUNDS: a whole number" >&2; exit 2; }
 
 if [[ $(id -u) -ne 0 ]]; then
