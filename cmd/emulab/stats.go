@@ -127,7 +127,7 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 	}
 	c, err := lab.QueryCounters(n.Control, port, opsTimeout)
 	if err != nil {
-		return fmt.Errorf("stats %s: %w", arg, err)
+		return fmt.Errorf("stats %s: %s's daemon does not answer on its control socket (is it running? `emulab status %s` says): %w", arg, n.Name, li.Lab, err)
 	}
 	if fl.json {
 		return writeStatsJSON(out, li, n, c)

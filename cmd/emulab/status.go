@@ -84,6 +84,15 @@ func writeStatus(w io.Writer, st *lab.LabStatus) {
 	case st.Locked:
 		state = "up (a controller holds it)"
 	}
+	dead := 0
+	for _, p := range st.Procs {
+		if !p.Alive {
+			dead++
+		}
+	}
+	if dead > 0 && st.Info != nil {
+		state = fmt.Sprintf("up, %d daemon%s dead (its links are down; `emulab down %s` and up again)", dead, livePlural(dead), st.Name)
+	}
 	fmt.Fprintf(w, "lab %s: %s; state %s\n", st.Name, state, st.Dir)
 	if st.Info != nil {
 		fmt.Fprintf(w, "  file %s, hosts %s", st.Info.File, st.Info.Hosts)
