@@ -58,8 +58,8 @@ type DaemonPort struct {
 	Port      string
 	Transport string
 	// Link is "up", "down", "down (admin)" (set down by a link op, as
-	// `emulab link set` does) or "waiting" (a listening port without a
-	// peer yet).
+	// `emulab link set` does), "down (peer)" (the far end was), or
+	// "waiting" (a listening port without a peer yet).
 	Link string
 }
 
@@ -75,6 +75,7 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 			Connected bool   `json:"connected"`
 			Up        bool   `json:"up"`
 			AdminUp   *bool  `json:"admin_up"`
+			PeerDown  bool   `json:"peer_down"`
 		} `json:"ports"`
 		Status *struct {
 			Port      string `json:"port"`
@@ -92,6 +93,8 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 		switch {
 		case p.AdminUp != nil && !*p.AdminUp:
 			st = "down (admin)"
+		case p.PeerDown:
+			st = "down (peer)"
 		case p.Up:
 			st = "up"
 		case !p.Connected:

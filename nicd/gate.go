@@ -28,6 +28,9 @@ type txGate struct {
 	sent  uint64 // frames handed to the port
 	up    bool   // the link is connected
 	admin bool   // the link is administratively up (the link op)
+	// peer: the far end (a switch port) has not announced it was set
+	// down: the cable is as good as pulled while it is.
+	peer  bool
 	held  bool   // the gate holds the NIC back
 	holds uint64 // times the gate closed, for status
 	tap   func(f *frame.Frame, tx bool)
@@ -44,7 +47,7 @@ const (
 )
 
 func newTxGate(n *nic.NIC, p *rt.Port, clk *rt.Clock) *txGate {
-	g := &txGate{nic: n, port: p, clk: clk, admin: true, poll: max(gatePollWall/clock.Time(clk.Dilation()), clock.Nanosecond)}
+	g := &txGate{nic: n, port: p, clk: clk, admin: true, peer: true, poll: max(gatePollWall/clock.Time(clk.Dilation()), clock.Nanosecond)}
 	g.timer = clk.NewTimer(g.check)
 	return g
 }
@@ -105,7 +108,7 @@ func (g *txGate) setUp(up bool) {
 
 func (g *txGate) apply() {
 	if !g.dead {
-		g.nic.SetLinkUp(g.up && g.admin)
+		g.nic.SetLinkUp(g.up && g.admin && g.peer)
 		g.nic.SetTxHeld(g.held)
 	}
 }

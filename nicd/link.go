@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/emufabric/emufabric/nic"
 	"github.com/emufabric/emufabric/rt"
 )
 
@@ -150,6 +151,32 @@ func (d *Daemon) attachLink(link rt.Link) error {
 	d.gate = newTxGate(d.nic, p, d.clk)
 	d.gate.tap = d.capture
 	d.gate.admin = !d.adminDown
+	d.shm = nil
+	d.peerDownFlag.Store(false)
+	if shm, ok := link.(*rt.Shm); ok && d.cfg.NIC.Fabric != nic.FabricIB {
+		// The switch port's state (set down by hand) and ours travel on
+		// the ring link's socket, as a cable's carrier. Not on IB: there
+		// the flow-control packets that stop coming tell (nic/iblink.go),
+		// and the subnet manager brings the port back.
+		d.shm = shm
+		d.gate.peer = shm.PeerUp()
+		d.peerDownFlag.Store(!d.gate.peer)
+		shm.OnPeerState(func(up bool) {
+			d.loop.Post(func() {
+				if d.linkPort != p {
+					return
+				}
+				d.gate.peer = up
+				d.gate.apply()
+				d.peerDownFlag.Store(!up)
+				d.syncCarrier()
+				d.log.Printf("port %s: the switch set its end of the link %s", d.cfg.Port, map[bool]string{true: "up", false: "down"}[up])
+			})
+		})
+		if d.adminDown {
+			shm.SetState(false)
+		}
+	}
 	d.nic.Attach(d.gate)
 	d.gate.setUp(true)
 	d.setLink(LinkUp, nil)
@@ -237,7 +264,7 @@ func (d *Daemon) setLink(state string, err error) {
 func (d *Daemon) syncCarrier() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	on := d.linkState == LinkUp && !d.adminDownFlag.Load()
+	on := d.linkState == LinkUp && !d.adminDownFlag.Load() && !d.peerDownFlag.Load()
 	if d.carrierTAP == nil || on == d.carrierOn {
 		return
 	}

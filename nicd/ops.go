@@ -92,6 +92,9 @@ func (d *Daemon) opStatus() (*Response, error) {
 	}
 	state, lerr := d.LinkState()
 	st.Link = state
+	if state == LinkUp && d.peerDownFlag.Load() {
+		st.Link = "down (peer)" // the switch port was set down
+	}
 	st.AdminDown = d.adminDownFlag.Load()
 	if lerr != nil {
 		st.LinkError = lerr.Error()
@@ -278,4 +281,10 @@ func (d *Daemon) setAdminDown(down bool) {
 	}
 	d.adminDownFlag.Store(down)
 	d.syncCarrier()
+	if d.shm != nil {
+		// The switch port's end sees its carrier go (or come back).
+		if err := d.shm.SetState(!down); err != nil {
+			d.log.Printf("link %s: telling the switch: %v", d.cfg.Port, err)
+		}
+	}
 }

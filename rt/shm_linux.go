@@ -33,12 +33,16 @@ import (
 //
 // Like a Seqpacket, nothing is lost: a full ring makes the writer wait.
 type Shm struct {
-	sp      *Seqpacket
-	mem     []byte
-	tx, rx  ring
-	closed  atomic.Bool // Close was called
-	gone    atomic.Bool // the peer closed its end (or died)
-	watchWG sync.WaitGroup
+	sp     *Seqpacket
+	mem    []byte
+	tx, rx ring
+	closed atomic.Bool // Close was called
+	gone   atomic.Bool // the peer closed its end (or died)
+	// peerDown is the state the peer last announced (SetState); onPeer,
+	// if set, hears each announcement.
+	peerDown atomic.Bool
+	onPeer   atomic.Pointer[func(up bool)]
+	watchWG  sync.WaitGroup
 
 	rmu, wmu sync.Mutex
 	once     sync.Once
@@ -79,6 +83,11 @@ const (
 	shmCtl      = 4 * 64
 	shmRingSize = shmCtl + shmRingBytes
 	shmMagic    = "emufabric-shm-v2"
+	// After the setup, the socket carries only the two ends' link state
+	// (SetState), as a PHY's carrier tells the far end that this one was
+	// set down; any other message ends the link.
+	shmStateDown = "emufabric-link-down"
+	shmStateUp   = "emufabric-link-up"
 	// shmSetupTimeout bounds the wait for the creator's setup message and
 	// for the joiner's acknowledgement.
 	shmSetupTimeout = 10 * time.Second
@@ -425,7 +434,18 @@ func newShm(sp *Seqpacket, mfd int, efds [4]int, side int) (*Shm, error) {
 func (s *Shm) watch() {
 	defer s.watchWG.Done()
 	var b [64]byte
-	s.sp.conn.Read(b[:])
+	for {
+		n, err := s.sp.conn.Read(b[:])
+		if msg := string(b[:n]); err == nil && (msg == shmStateDown || msg == shmStateUp) {
+			up := msg == shmStateUp
+			s.peerDown.Store(!up)
+			if fn := s.onPeer.Load(); fn != nil {
+				(*fn)(up)
+			}
+			continue
+		}
+		break
+	}
 	s.gone.Store(true)
 	// Wake this side's sleepers; they see gone and return.
 	s.rx.wake()
@@ -633,3 +653,25 @@ func (s *Shm) Close() error {
 	})
 	return err
 }
+
+// SetState tells the peer that this end of the link was set up or down
+// (a link op), as the far end of a cable sees the carrier go. The rings
+// keep carrying whatever is written: each end decides what a peer that is
+// down means for its frames.
+func (s *Shm) SetState(up bool) error {
+	msg := shmStateUp
+	if !up {
+		msg = shmStateDown
+	}
+	_, err := s.sp.conn.Write([]byte(msg))
+	return err
+}
+
+// PeerUp reports the state the peer last announced: up until it says
+// otherwise.
+func (s *Shm) PeerUp() bool { return !s.peerDown.Load() }
+
+// OnPeerState sets fn to hear every state the peer announces from now on,
+// on the goroutine that watches the link (fn must not block). An
+// announcement before it was set is in PeerUp.
+func (s *Shm) OnPeerState(fn func(up bool)) { s.onPeer.Store(&fn) }

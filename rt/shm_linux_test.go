@@ -588,3 +588,38 @@ func TestShmPingPongWakeups(t *testing.T) {
 		}
 	}
 }
+
+// TestShmPeerState: each end may announce that it was set down or up; the
+// other hears it (OnPeerState, PeerUp) and the link carries on, frames
+// included.
+func TestShmPeerState(t *testing.T) {
+	a, b := shmPair(t)
+	defer a.Close()
+	defer b.Close()
+	heard := make(chan bool, 4)
+	b.OnPeerState(func(up bool) { heard <- up })
+	if !b.PeerUp() {
+		t.Fatal("a new link's peer is not up")
+	}
+	for _, up := range []bool{false, true} {
+		if err := a.SetState(up); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-heard:
+			if got != up || b.PeerUp() != up {
+				t.Errorf("announced %v: heard %v, PeerUp %v", up, got, b.PeerUp())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("announcement %v not heard", up)
+		}
+	}
+	// The link still works both ways.
+	if _, err := a.Write([][]byte{[]byte("after the announcements")}, 0); err != nil {
+		t.Fatal(err)
+	}
+	bufs, sizes := [][]byte{make([]byte, 64)}, []int{0}
+	if n, err := b.Read(bufs, sizes, 0); err != nil || n != 1 || string(bufs[0][:sizes[0]]) != "after the announcements" {
+		t.Fatalf("read after the announcements: %d %v", n, err)
+	}
+}

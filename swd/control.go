@@ -100,18 +100,20 @@ type PortCounters struct {
 
 // PortStatus describes a port and its wire.
 type PortStatus struct {
-	Port      string  `json:"port"`
-	URI       string  `json:"uri,omitempty"`
-	Transport string  `json:"transport"`
-	Connected bool    `json:"connected"`
-	AdminUp   bool    `json:"admin_up"`
-	Up        bool    `json:"up"`
-	Speed     string  `json:"speed"`
-	Rate      string  `json:"rate"`
-	Delay     string  `json:"delay"`
-	Loss      float64 `json:"loss"`
-	Corrupt   float64 `json:"corrupt"`
-	OnWire    int     `json:"frames_on_wire"`
+	Port      string `json:"port"`
+	URI       string `json:"uri,omitempty"`
+	Transport string `json:"transport"`
+	Connected bool   `json:"connected"`
+	AdminUp   bool   `json:"admin_up"`
+	// PeerDown: the far end (an emunic) set its end of the link down.
+	PeerDown bool    `json:"peer_down,omitempty"`
+	Up       bool    `json:"up"`
+	Speed    string  `json:"speed"`
+	Rate     string  `json:"rate"`
+	Delay    string  `json:"delay"`
+	Loss     float64 `json:"loss"`
+	Corrupt  float64 `json:"corrupt"`
+	OnWire   int     `json:"frames_on_wire"`
 	// NoFlood: the port is left out of broadcast/multicast flooding
 	// (--no-flood, outside the switches' spanning tree).
 	NoFlood bool `json:"no_flood,omitempty"`
@@ -300,7 +302,7 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 
 func (d *Daemon) portStatus(p *swPort) PortStatus {
 	s := PortStatus{
-		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, Up: p.up(),
+		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, PeerDown: p.peerDown, Up: p.up(),
 		Speed: lab.FormatRate(p.speed), Rate: lab.FormatRate(p.rate), Delay: lab.FormatTime(p.delay),
 		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.held(), NoFlood: p.noFlood,
 		SchedulePending: p.sched.Pending(),
@@ -372,8 +374,7 @@ func (d *Daemon) link(req *Request) Response {
 		note = " (" + note + ")"
 	}
 	if req.State != "" {
-		p.adminUp = req.State == "up"
-		p.syncUp()
+		p.setAdmin(req.State == "up")
 	}
 	if req.Rate != "" {
 		p.rate = rate
@@ -403,8 +404,7 @@ func (d *Daemon) link(req *Request) Response {
 // scheduledState is a link schedule's step: the port's link goes down or
 // up as by a link op. Loop goroutine.
 func (d *Daemon) scheduledState(p *swPort, up bool) {
-	p.adminUp = up
-	p.syncUp()
+	p.setAdmin(up)
 	d.log.Printf("link %s: %s", p.name, p.sched.StepNote(up))
 }
 

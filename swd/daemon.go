@@ -577,6 +577,26 @@ func (d *Daemon) attachLoop(p *swPort, link rt.Link) (*rt.Port, error) {
 	p.resetHold()
 	p.direct = p.bind.Kind == TAPLink
 	p.connected = true
+	p.shm, p.peerDown = nil, false
+	if shm, ok := link.(*rt.Shm); ok && !d.ib {
+		// The far end's link state (an emunic set down by hand) and ours
+		// travel on the ring link's socket. Not on IB, whose ports learn
+		// a dead link from the flow-control packets that stop coming, and
+		// whose subnet manager brings them back (nic/iblink.go).
+		p.shm, p.peerDown = shm, !shm.PeerUp()
+		shm.OnPeerState(func(up bool) {
+			d.loop.Post(func() {
+				if p.tr == tp {
+					p.peerDown = !up
+					p.syncUp()
+					d.log.Printf("port %s: the peer set its end of the link %s", p.name, map[bool]string{true: "up", false: "down"}[up])
+				}
+			})
+		})
+		if !p.adminUp {
+			shm.SetState(false)
+		}
+	}
 	if d.ib {
 		// A new peer (a restarted emunic, a redialled switch) counts its
 		// blocks from 0: so do we (IBA 7.9.4, LinkInitialize).

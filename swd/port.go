@@ -51,7 +51,13 @@ type swPort struct {
 	tapCarrier bool
 	connected  bool
 	adminUp    bool
-	sched      *lab.LinkSchedule // the link's schedule (link op), nil when none was set
+	// peerDown: the far end of a ring link announced it was set down (an
+	// emunic's link op): the cable is as good as pulled. shm is the
+	// current transport when it is a ring link, for announcing our own
+	// state the other way.
+	peerDown bool
+	shm      *rt.Shm
+	sched    *lab.LinkSchedule // the link's schedule (link op), nil when none was set
 
 	speed     uint64 // the switch port's speed (lab file)
 	rate      uint64 // the wire's rate (link rate; default the port speed)
@@ -131,7 +137,19 @@ func (p *swPort) transport() trStats {
 
 // up is the state the switch engine sees: administratively up and a peer
 // attached.
-func (p *swPort) up() bool { return p.adminUp && p.connected }
+func (p *swPort) up() bool { return p.adminUp && p.connected && !p.peerDown }
+
+// setAdmin sets the port up or down by hand (the link op, a schedule) and
+// tells the far end of a ring link, whose carrier goes with it.
+func (p *swPort) setAdmin(up bool) {
+	p.adminUp = up
+	p.syncUp()
+	if p.shm != nil {
+		if err := p.shm.SetState(up); err != nil {
+			p.d.log.Printf("port %s: telling the peer the link is %s: %v", p.name, map[bool]string{true: "up", false: "down"}[up], err)
+		}
+	}
+}
 
 func (p *swPort) syncUp() {
 	up := p.up()

@@ -644,10 +644,15 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 	if _, err := e.pingRTT(t, l, "h1", "h2"); err == nil {
 		t.Errorf("ping through sw1:p1 while it is down got a reply")
 	}
-	if out := e.mustRun(t, "status", l.name); !regexp.MustCompile(`(?m)^\s+sw1:p1\s+h1:eth0\s+down \(admin\)`).MatchString(out) {
+	// The far end sees it as a cable's carrier: h1's NIC takes its link
+	// down, and its host shows NO-CARRIER.
+	waitFor(t, "h1's carrier to go", func() bool { return !hostCarrier(t, l, "h1") })
+	if out := e.mustRun(t, "status", l.name); !regexp.MustCompile(`(?m)^\s+sw1:p1\s+h1:eth0\s+down \(admin\)`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^\s+h1:eth0\s+sw1:p1\s+down \(peer\)`).MatchString(out) {
 		t.Errorf("status with sw1:p1 set down:\n%s", out)
 	}
 	e.mustOps(t, "link", "set", "sw1:p1", "up")
+	waitFor(t, "h1's carrier to come back", func() bool { return hostCarrier(t, l, "h1") })
 	e.ping(t, l, "h1", "h2")
 	if out := e.mustOps(t, "link", "set", "sw1:p1", "delay", "5ms"); !strings.Contains(out, "delay 5ms") {
 		t.Errorf("link set delay printed %q", out)
@@ -685,10 +690,14 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 	if out := e.mustRun(t, "status", l.name); !regexp.MustCompile(`(?m)^\s+h2:eth0\s+sw1:p2\s+down \(admin\)`).MatchString(out) {
 		t.Errorf("status with h2's link set down:\n%s", out)
 	}
-	// The host sees its NIC's link go, as a real NIC's PHY shows it.
+	// The host sees its NIC's link go, as a real NIC's PHY shows it, and
+	// so does the switch port at the other end of the cable.
 	if hostCarrier(t, l, "h2") {
 		t.Errorf("h2's eth0 has carrier while its NIC's link is set down")
 	}
+	waitFor(t, "sw1:p2 to see its peer down", func() bool {
+		return regexp.MustCompile(`(?m)^\s+sw1:p2\s+h2:eth0\s+down \(peer\)`).MatchString(e.mustRun(t, "status", l.name))
+	})
 	e.mustOps(t, "link", "set", "h2:eth0", "up")
 	if !hostCarrier(t, l, "h2") {
 		t.Errorf("h2's eth0 has no carrier after its NIC's link came up")
@@ -866,4 +875,15 @@ func hostCarrier(t *testing.T, l *upLab, node string) bool {
 		t.Fatalf("ip -n %s link show eth0: %v\n%s", ns, err, out)
 	}
 	return !strings.Contains(string(out), "NO-CARRIER")
+}
+
+// waitFor polls cond every 20 ms for up to 30 s (the daemons act on a
+// link op asynchronously) and fails the test naming what it waited for.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
