@@ -216,6 +216,14 @@ func (a *Agent) SetLinkUp(p int, up bool) bool {
 	return true
 }
 
+// PortStateChange reports a switch's SwitchInfo.PortStateChange: a port
+// changed state since an SM last cleared it.
+func (a *Agent) PortStateChange() bool { return a.psc }
+
+// ClearPortStateChange clears it, as an SM's Set(SwitchInfo) with
+// PortStateChange 1 does.
+func (a *Agent) ClearPortStateChange() { a.psc = false }
+
 // LFTPort returns the switch's output port for lid: an IBA port number,
 // 0 for the switch itself, or LFTNoPort (no entry, or above
 // LinearFDBTop).

@@ -90,7 +90,7 @@ const (
 	SMPTx            // smp_tx: subnet management packets sent (SMA answers, forwarded or the local SM's requests)
 	SMPMalformed     // smp_malformed: VL15 packet that is no valid SMP, dropped
 	SMPDropped       // smp_dropped: SMP the agent discarded (bad hop, unsupported method or attribute path) or a response with no SM here
-	IBLinkDowned     // link_downed: times the link was declared lost for silence (IBLinkTimeout; IB PortCounters LinkDownedCounter)
+	IBLinkDowned     // link_downed: times the link went down under the port, or was declared lost for silence (IBLinkTimeout; IB PortCounters LinkDownedCounter)
 	GSIRx            // gsi_rx: GMPs QP1 took
 	GSITx            // gsi_tx: GMPs QP1 sent (PerfMgt answers, this port's requests)
 	GSIUnsupported   // gsi_unsupported: GMP of a class without an agent here (SA, CM) or not a UD SEND, dropped

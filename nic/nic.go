@@ -164,6 +164,12 @@ func (n *NIC) SetLinkUp(up bool) {
 	if n.linkDown == !up {
 		return // no change: in particular no new IB link start-up
 	}
+	if !up && n.ib() && n.tx != nil && !n.ibl.lost {
+		// The link went down under the port (its cable, or the far end
+		// set down): IB's LinkDownedCounter counts it, as it counts a
+		// link the watchdog found silent.
+		n.cnt[IBLinkDowned]++
+	}
 	n.linkDown = !up
 	n.smaLink(up && n.tx != nil)
 	if up {

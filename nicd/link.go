@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/emufabric/emufabric/nic"
 	"github.com/emufabric/emufabric/rt"
 )
 
@@ -153,11 +152,11 @@ func (d *Daemon) attachLink(link rt.Link) error {
 	d.gate.admin = !d.adminDown
 	d.shm = nil
 	d.peerDownFlag.Store(false)
-	if shm, ok := link.(*rt.Shm); ok && d.cfg.NIC.Fabric != nic.FabricIB {
+	if shm, ok := link.(*rt.Shm); ok {
 		// The switch port's state (set down by hand) and ours travel on
-		// the ring link's socket, as a cable's carrier. Not on IB: there
-		// the flow-control packets that stop coming tell (nic/iblink.go),
-		// and the subnet manager brings the port back.
+		// the ring link's socket, as a cable's carrier. On IB the port
+		// goes Down, and Init when the switch's comes back; the subnet
+		// manager activates it.
 		d.shm = shm
 		d.gate.peer = shm.PeerUp()
 		d.peerDownFlag.Store(!d.gate.peer)

@@ -578,11 +578,11 @@ func (d *Daemon) attachLoop(p *swPort, link rt.Link) (*rt.Port, error) {
 	p.direct = p.bind.Kind == TAPLink
 	p.connected = true
 	p.shm, p.peerDown = nil, false
-	if shm, ok := link.(*rt.Shm); ok && !d.ib {
+	if shm, ok := link.(*rt.Shm); ok {
 		// The far end's link state (an emunic set down by hand) and ours
-		// travel on the ring link's socket. Not on IB, whose ports learn
-		// a dead link from the flow-control packets that stop coming, and
-		// whose subnet manager brings them back (nic/iblink.go).
+		// travel on the ring link's socket, as a cable's carrier. On IB
+		// the port then goes Down and, back, Init at once (the SMA sees
+		// it: switchcore SetPortUp), and the subnet manager activates it.
 		p.shm, p.peerDown = shm, !shm.PeerUp()
 		shm.OnPeerState(func(up bool) {
 			d.loop.Post(func() {

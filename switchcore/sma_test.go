@@ -247,3 +247,33 @@ func FuzzSMA(f *testing.F) {
 		}
 	})
 }
+
+// TestSMAPortFlap: a port that goes down and up between two SMPs is seen
+// by the SMA at once: Down, then Init (not back to Active behind the SM's
+// back), with SwitchInfo.PortStateChange raised for the SM's light sweep.
+func TestSMAPortFlap(t *testing.T) {
+	c := ibConfig(2)
+	s, clk, _ := newTestSwitch(t, c)
+	for i := range 2 {
+		s.Attach(i, &smpSink{clk: clk})
+	}
+	a, err := s.EnableSMA(SMAConfig{Agent: mad.AgentConfig{NodeGUID: 0x78, Description: "sw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.PortState(2); got != mad.PortStateInit {
+		t.Fatalf("port 2 starts in state %d, want Init", got)
+	}
+	a.ClearPortStateChange()
+	s.SetPortUp(1, false)
+	if got := a.PortState(2); got != mad.PortStateDown {
+		t.Errorf("port 2 after its link went down: state %d, want Down", got)
+	}
+	s.SetPortUp(1, true)
+	if got := a.PortState(2); got != mad.PortStateInit {
+		t.Errorf("port 2 after its link came back: state %d, want Init", got)
+	}
+	if !a.PortStateChange() {
+		t.Error("PortStateChange not raised")
+	}
+}

@@ -197,6 +197,13 @@ func (s *Switch) SetPortUp(port int, up bool) {
 		return
 	}
 	p.up = up
+	if s.sma != nil {
+		// The SMA sees the physical link change now, not at its next
+		// SMP: down takes the port Down, up to Init, and either raises
+		// PortStateChange (IBA 14.2.5.6), so the SM's light sweep finds
+		// even a port that went down and up between two SMPs.
+		s.sma.agent.SetLinkUp(port+1, up && p.tx != nil)
+	}
 	if up {
 		if s.cfg.Fabric == FabricIB {
 			s.ibAdvertiseAll(p)
