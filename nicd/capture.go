@@ -108,7 +108,7 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 				comment = fmt.Sprintf("tx prio %d", r.prio)
 			}
 			if r.dropped > 0 {
-				comment += fmt.Sprintf("; %d frames before this one not captured (slow reader)", r.dropped)
+				comment = capture.GapComment(comment, r.dropped)
 			}
 			if ib {
 				t := uint8(capture.ERFTypeInfiniBand)

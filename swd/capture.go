@@ -344,11 +344,7 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 			return ng.Close()
 		}
 		if r.dropped > 0 {
-			gap := fmt.Sprintf("%d frames before this one not captured (slow reader)", r.dropped)
-			if r.comment != "" {
-				gap = r.comment + "; " + gap
-			}
-			r.comment = gap
+			r.comment = capture.GapComment(r.comment, r.dropped)
 		}
 		var err error
 		switch {

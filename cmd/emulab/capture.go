@@ -343,7 +343,7 @@ type liveRec struct {
 // otherwise output is flushed when no record is waiting. ready, if not
 // nil, is called once every daemon captures and the interfaces are out.
 // missed, if not nil, adds up the frames the daemons' records say they
-// could not queue for this capture (missedIn).
+// could not queue for this capture (capture.GapIn).
 func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSource, limit int, ready func(), missed *uint64) (written int, err error) {
 	defer func() {
 		if errors.Is(err, syscall.EPIPE) {
@@ -424,7 +424,7 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 		}
 		written++
 		if missed != nil {
-			*missed += missedIn(r.comment)
+			*missed += capture.GapIn(r.comment)
 		}
 		return limit > 0 && written >= limit, nil
 	}
@@ -505,23 +505,4 @@ func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liv
 			return
 		}
 	}
-}
-
-// missedIn reads the count of a daemon's "N frames before this one not
-// captured (slow reader)" from a record's comment; 0 if there is none.
-func missedIn(comment string) uint64 {
-	const tail = " frames before this one not captured"
-	i := strings.Index(comment, tail)
-	if i < 0 {
-		return 0
-	}
-	j := i
-	for j > 0 && comment[j-1] >= '0' && comment[j-1] <= '9' {
-		j--
-	}
-	n, err := strconv.ParseUint(comment[j:i], 10, 64)
-	if err != nil {
-		return 0
-	}
-	return n
 }
