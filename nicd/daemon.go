@@ -112,10 +112,8 @@ type Daemon struct {
 
 	mu        sync.Mutex // guards linkState, listener and the carrier fields
 	linkState string
-	// carrierTAP is the host's TAP once it is attached, carrierOn what its
-	// carrier was last set to (syncCarrier).
+	// carrierTAP is the host's TAP once it is attached (syncCarrier).
 	carrierTAP *rt.TAP
-	carrierOn  bool
 	linkErr    error
 	listener   *rt.SeqpacketListener
 	pubLink    *rt.Port // linkPort, for readers of its atomic counters
@@ -285,7 +283,7 @@ func (d *Daemon) openTAP() error {
 	}
 	d.nic.SetHostDeliver(d.tapPort.Transmit)
 	d.mu.Lock()
-	d.carrierTAP, d.carrierOn = tap, true // a TAP starts with its carrier on
+	d.carrierTAP = tap
 	d.mu.Unlock()
 	d.syncCarrier()
 	return nil

@@ -263,15 +263,13 @@ func (d *Daemon) setLink(state string, err error) {
 func (d *Daemon) syncCarrier() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	on := d.linkState == LinkUp && !d.adminDownFlag.Load() && !d.peerDownFlag.Load()
-	if d.carrierTAP == nil || on == d.carrierOn {
+	if d.carrierTAP == nil {
 		return
 	}
+	on := d.linkState == LinkUp && !d.adminDownFlag.Load() && !d.peerDownFlag.Load()
 	if err := d.carrierTAP.SetCarrier(on); err != nil {
 		d.log.Printf("tap %s: carrier: %v", d.carrierTAP.Name(), err)
-		return
 	}
-	d.carrierOn = on
 }
 
 func (d *Daemon) currentLinkPort() *rt.Port {

@@ -71,6 +71,9 @@ type TAP struct {
 	mtu    int
 	closed atomic.Bool // os.File's poller reports its own "closing" error; this names it ErrClosed
 
+	cmu        sync.Mutex // serializes SetCarrier
+	carrierOff bool       // the carrier was last set off (a TAP starts with it on)
+
 	rmu    sync.Mutex
 	stage  []byte // vnet header + one frame of up to 64 KiB
 	seg    segmenter
@@ -226,8 +229,14 @@ const tunSetCarrier = 0x400454e2
 // SetCarrier turns the interface's carrier on or off, as a NIC's PHY
 // reports its link: with it off the host's kernel shows NO-CARRIER (`ip
 // link`), takes the interface's routes out of use and sends nothing on it.
-// A TAP starts with the carrier on.
+// A TAP starts with the carrier on; setting what it is already is no
+// system call. Any goroutine.
 func (t *TAP) SetCarrier(on bool) error {
+	t.cmu.Lock()
+	defer t.cmu.Unlock()
+	if t.carrierOff == !on {
+		return nil
+	}
 	v := int32(0)
 	if on {
 		v = 1
@@ -242,6 +251,7 @@ func (t *TAP) SetCarrier(on bool) error {
 	if errno != 0 {
 		return os.NewSyscallError("ioctl TUNSETCARRIER", errno)
 	}
+	t.carrierOff = !on
 	return nil
 }
 

@@ -284,7 +284,7 @@ func (d *Daemon) bindAll(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", flag, err)
 			}
-			p.tap, p.tapCarrier = tap, true // a TAP starts with its carrier on
+			p.tap = tap
 			if err := d.attach(p, tap); err != nil {
 				return fmt.Errorf("%s: %w", flag, err)
 			}

@@ -47,10 +47,8 @@ type swPort struct {
 	// a train that flushTAPs (taptx.go) writes after the loop's event.
 	direct    bool
 	tapQueued bool
-	// tapCarrier is what the TAP's carrier was last set to (it starts on).
-	tapCarrier bool
-	connected  bool
-	adminUp    bool
+	connected bool
+	adminUp   bool
 	// peerDown: the far end of a ring link announced it was set down (an
 	// emunic's link op): the cable is as good as pulled. shm is the
 	// current transport when it is a ring link, for announcing our own
@@ -160,13 +158,11 @@ func (p *swPort) syncUp() {
 		}
 	}
 	p.d.sw.SetPortUp(p.idx, up)
-	if p.tap != nil && p.tapCarrier != up {
+	if p.tap != nil {
 		// The host behind a TAP port sees the link as a NIC's PHY would
 		// show it: NO-CARRIER while the port is set down.
 		if err := p.tap.SetCarrier(up); err != nil {
 			p.d.log.Printf("port %s: tap carrier: %v", p.name, err)
-		} else {
-			p.tapCarrier = up
 		}
 	}
 }
