@@ -133,12 +133,7 @@ func (p *Pair) Run(op nic.WROpcode, size, iters int) (PerfResult, error) {
 	// A's daemon runs the post-and-poll loop (perf_bw), every request
 	// signaled.
 	r, err := p.A.PerfBW(&BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Depth: p.Depth, Iters: iters, CQMod: 1})
-	if recv != nil {
-		if _, rerr := recv.Wait(err != nil); err == nil {
-			err = rerr
-		}
-	}
-	if err != nil {
+	if err = recv.after(err); err != nil {
 		return res, err
 	}
 	res.Elapsed = time.Duration(r.LastNs - r.FirstNs)
@@ -196,6 +191,18 @@ func (r *Receiver) Wait(abort bool) (*RecvResult, error) {
 	return r.res, nil
 }
 
+// after waits for r, if there is one, once the requester's loop ended
+// with err, and returns the first error of the two.
+func (r *Receiver) after(err error) error {
+	if r == nil {
+		return err
+	}
+	if _, rerr := r.Wait(err != nil); err == nil {
+		return rerr
+	}
+	return err
+}
+
 // LatencyResult holds one latency sample per message.
 type LatencyResult struct {
 	Op      nic.WROpcode
@@ -242,10 +249,5 @@ func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) 
 	}
 	s, err := p.A.PerfLat(&LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Iters: iters})
 	res.Samples = s
-	if recv != nil {
-		if _, rerr := recv.Wait(err != nil); err == nil {
-			err = rerr
-		}
-	}
-	return res, err
+	return res, recv.after(err)
 }
