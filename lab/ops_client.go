@@ -70,6 +70,15 @@ type LinkChange struct {
 	Schedule []ScheduleStep `json:"schedule"`
 }
 
+// StateWord is "up" or "down", the words of a link's state in link ops
+// and logs.
+func StateWord(up bool) string {
+	if up {
+		return "up"
+	}
+	return "down"
+}
+
 // Empty reports whether the change changes nothing.
 func (c *LinkChange) Empty() bool {
 	return c.State == "" && c.Rate == "" && c.Delay == "" && c.Loss == nil && c.Corrupt == nil && c.Schedule == nil

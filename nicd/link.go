@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/rt"
 )
 
@@ -169,7 +170,7 @@ func (d *Daemon) attachLink(link rt.Link) error {
 				d.gate.apply()
 				d.peerDownFlag.Store(!up)
 				d.syncCarrier()
-				d.log.Printf("port %s: the switch set its end of the link %s", d.cfg.Port, map[bool]string{true: "up", false: "down"}[up])
+				d.log.Printf("port %s: the switch set its end of the link %s", d.cfg.Port, lab.StateWord(up))
 			})
 		})
 		if d.adminDown {

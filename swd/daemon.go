@@ -589,7 +589,7 @@ func (d *Daemon) attachLoop(p *swPort, link rt.Link) (*rt.Port, error) {
 				if p.tr == tp {
 					p.peerDown = !up
 					p.syncUp()
-					d.log.Printf("port %s: the peer set its end of the link %s", p.name, map[bool]string{true: "up", false: "down"}[up])
+					d.log.Printf("port %s: the peer set its end of the link %s", p.name, lab.StateWord(up))
 				}
 			})
 		})

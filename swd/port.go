@@ -144,7 +144,7 @@ func (p *swPort) setAdmin(up bool) {
 	p.syncUp()
 	if p.shm != nil {
 		if err := p.shm.SetState(up); err != nil {
-			p.d.log.Printf("port %s: telling the peer the link is %s: %v", p.name, map[bool]string{true: "up", false: "down"}[up], err)
+			p.d.log.Printf("port %s: telling the peer the link is %s: %v", p.name, lab.StateWord(up), err)
 		}
 	}
 }

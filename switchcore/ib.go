@@ -267,7 +267,7 @@ func (s *Switch) ibRelease(p *port, f *frame.Frame) {
 func (s *Switch) ibTx(p *port, now clock.Time) bool {
 	ib := &p.ib
 	wake := clock.Never
-	for vl := range 8 {
+	for vl := 0; ib.fcPending>>vl != 0; vl++ { // only while a flow-control packet is owed
 		if ib.fcPending&(1<<vl) == 0 {
 			continue
 		}
