@@ -213,7 +213,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 			// Down until a peer connects: an IB port starts its link
 			// flow control (ResetIBFlowControl, then the engine's first
 			// flow-control packets) when it does, not into the void.
-			d.sw.SetPortUp(i, false)
+			d.sw.StartPortDown(i)
 		}
 		d.sw.Attach(i, p)
 	}
@@ -223,7 +223,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 	}
 	for _, p := range d.ports {
 		if !p.connected {
-			d.sw.SetPortUp(p.idx, false) // until a peer connects
+			d.sw.StartPortDown(p.idx) // until a peer connects
 		}
 	}
 	if err := d.listenControl(); err != nil {

@@ -212,10 +212,14 @@ func TestForwardCountersAndLink(t *testing.T) {
 			t.Errorf("p1 %s = %d, want %d", name, c1[name], want)
 		}
 	}
-	for name, want := range map[string]uint64{"tx_packets_phy": 3, "tx_prio0_packets": 3, "transport_tx_frames": 3} {
+	for name, want := range map[string]uint64{"tx_packets_phy": 3, "tx_prio0_packets": 3, "transport_tx_frames": 3, "link_down_events_phy": 0} {
 		if c2[name] != want {
 			t.Errorf("p2 %s = %d, want %d", name, c2[name], want)
 		}
+	}
+	// Down until its peer connected is not a link lost.
+	if n := c1["link_down_events_phy"]; n != 0 {
+		t.Errorf("p1 link_down_events_phy = %d before any link went down", n)
 	}
 
 	// Link down: frames towards p2 are dropped with a reason.
@@ -226,6 +230,9 @@ func TestForwardCountersAndLink(t *testing.T) {
 	}
 	send(t, td.link[0], f)
 	waitFor(t, "link_down drop", func() bool { return td.counters(t, "p2")["drop_link_down"] == 1 })
+	if n := td.counters(t, "p2")["link_down_events_phy"]; n != 1 {
+		t.Errorf("p2 link_down_events_phy = %d after one link down", n)
+	}
 	td.call(t, Request{Op: "link", Port: "p2", State: "up"}, &st)
 	if !st.OK || !st.Port.Up {
 		t.Fatalf("link up: %+v", st)

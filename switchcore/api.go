@@ -22,6 +22,7 @@
 //	func (s *Switch) Receive(port int, f *frame.Frame)          // at f.HeadAt; takes ownership
 //	func (s *Switch) HeadBytes() int                            // cut-through header bytes, 0 = whole frame
 //	func (s *Switch) SetPortUp(port int, up bool)
+//	func (s *Switch) StartPortDown(port int)                    // down, no link_down event counted
 //	func (s *Switch) Ports() int
 //	func (s *Switch) Name() string
 //	func (s *Switch) PortIndex(name string) int

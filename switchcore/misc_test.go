@@ -106,3 +106,28 @@ func TestConfigValidation(t *testing.T) {
 		}
 	}
 }
+
+// TestStartPortDown: a port taken down before it ever carried a link has
+// lost no link (link_down_events_phy 0); once up, each loss counts.
+func TestStartPortDown(t *testing.T) {
+	s, clk, pool := newTestSwitch(t, testConfig(2, 100e9))
+	for i := range 2 {
+		s.Attach(i, &sink{clk: clk})
+	}
+	s.StartPortDown(1)
+	s.StartPortDown(1)
+	deliver(s, clk, 0, roce(26).build(pool)) // to the port not yet up
+	c := s.Counters(1)
+	if c.LinkDownEvents != 0 || c.Drops[DropLinkDown] != 1 {
+		t.Fatalf("after StartPortDown: events %d, link_down drops %d; want 0, 1", c.LinkDownEvents, c.Drops[DropLinkDown])
+	}
+	s.SetPortUp(1, true)
+	s.SetPortUp(1, false)
+	s.SetPortUp(1, false)
+	s.SetPortUp(1, true)
+	s.SetPortUp(1, false)
+	s.StartPortDown(1)
+	if c := s.Counters(1); c.LinkDownEvents != 2 {
+		t.Errorf("two links lost: events %d", c.LinkDownEvents)
+	}
+}

@@ -196,6 +196,23 @@ func (s *Switch) SetPortUp(port int, up bool) {
 	if p.up == up {
 		return
 	}
+	if !up {
+		p.c.LinkDownEvents++
+	}
+	s.setPortUp(p, port, up)
+}
+
+// StartPortDown takes a port down that has never carried a link (nothing
+// is connected to it yet), as SetPortUp(port, false) does but without
+// counting a link-down event: a real port's link_down_events_phy counts
+// links lost, and a port that never had one has lost none.
+func (s *Switch) StartPortDown(port int) {
+	if p := &s.ports[port]; p.up {
+		s.setPortUp(p, port, false)
+	}
+}
+
+func (s *Switch) setPortUp(p *port, port int, up bool) {
 	p.up = up
 	if s.sma != nil {
 		// The SMA sees the physical link change now, not at its next
@@ -211,7 +228,6 @@ func (s *Switch) SetPortUp(port int, up bool) {
 		s.tryTx(p)
 		return
 	}
-	p.c.LinkDownEvents++
 	now := s.clk.Now()
 	for q := range NumPriorities {
 		for {
