@@ -77,7 +77,7 @@ func (d *Daemon) metricsText() []byte {
 		ctr("emu_port_received_bytes_total", "Bytes received by the switch port (rx_bytes_phy).", c.RxBytesPhy)
 		ctr("emu_port_transmitted_packets_total", "Frames transmitted by the switch port (tx_packets_phy).", c.TxPacketsPhy)
 		ctr("emu_port_transmitted_bytes_total", "Bytes transmitted by the switch port (tx_bytes_phy).", c.TxBytesPhy)
-		ctr("emu_port_link_down_events_total", "Times the port went down (link_down_events_phy).", c.LinkDownEvents)
+		ctr("emu_port_link_down_events_total", "Times the port's link went down after it had come up (link_down_events_phy).", c.LinkDownEvents)
 		if !d.ib {
 			ctr("emu_pause_frames_received_total", "MAC Control frames (PFC and PAUSE) received (rx_pause_ctrl_phy).", c.RxPauseCtrlPhy)
 			ctr("emu_pause_frames_transmitted_total", "PFC frames transmitted (tx_pause_ctrl_phy).", c.TxPauseCtrlPhy)
