@@ -47,3 +47,49 @@ const DefaultBatchSize = 64
 type Waiter interface {
 	Waits() (rxSleeps, txFull uint64)
 }
+
+// StateLink is a link that carries both ends' link state, as a cable's
+// carrier does: a ring link over its socket (Shm), a UDP link in its
+// keepalives (UDP). SetState announces this end set up or down; PeerUp is
+// what the peer last showed; OnPeerState hears every change from then on.
+type StateLink interface {
+	Link
+	SetState(up bool) error
+	PeerUp() bool
+	OnPeerState(fn func(up bool))
+}
+
+// PeerLoser is a StateLink that can also lose its peer to silence (UDP):
+// PeerLost tells a silent peer from one that set its end down.
+type PeerLoser interface {
+	PeerLost() bool
+}
+
+var (
+	_ StateLink = (*Shm)(nil)
+	_ StateLink = (*UDP)(nil)
+	_ PeerLoser = (*UDP)(nil)
+)
+
+// PeerStateWords says what a StateLink's peer did when it showed up, for
+// a log line.
+func PeerStateWords(sl StateLink, up bool) string {
+	word := "down"
+	if up {
+		word = "up"
+	}
+	_, ok := sl.(PeerLoser)
+	switch {
+	case !up && PeerSilent(sl):
+		return "the peer is silent (no keepalive for " + UDPDeadAfter.String() + "): link down"
+	case ok:
+		return "the peer's end of the link is " + word
+	}
+	return "the peer set its end of the link " + word
+}
+
+// PeerSilent reports whether sl lost its peer to silence (PeerLoser).
+func PeerSilent(sl StateLink) bool {
+	pl, ok := sl.(PeerLoser)
+	return ok && pl.PeerLost()
+}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -21,6 +22,12 @@ type UDP struct {
 	wmu   sync.Mutex
 	tx    *mmsgBatch
 	local netip.AddrPort
+	peer  udpPeer // keepalives and the peer's state (udp_keepalive_linux.go)
+	once  sync.Once
+
+	// Silences counts the times the peer went unheard for the keepalive's
+	// silence and the link went down.
+	Silences atomic.Uint64
 }
 
 var _ Link = (*UDP)(nil)
@@ -39,13 +46,21 @@ func DialUDP(local, remote netip.AddrPort) (*UDP, error) {
 	}
 	_ = c.SetReadBuffer(4 << 20)
 	_ = c.SetWriteBuffer(4 << 20)
-	return &UDP{
+	u := newUDP(c, rc)
+	u.startKeepalive()
+	return u, nil
+}
+
+func newUDP(c *net.UDPConn, rc syscall.RawConn) *UDP {
+	u := &UDP{
 		conn:  c,
 		rc:    rc,
 		rx:    newMmsgBatch(DefaultBatchSize),
 		tx:    newMmsgBatch(DefaultBatchSize),
 		local: c.LocalAddr().(*net.UDPAddr).AddrPort(),
-	}, nil
+	}
+	u.peer.init()
+	return u
 }
 
 // ListenUDP binds local without a peer yet; Connect sets the peer. It lets
@@ -62,17 +77,11 @@ func ListenUDP(local netip.AddrPort) (*UDP, error) {
 	}
 	_ = c.SetReadBuffer(4 << 20)
 	_ = c.SetWriteBuffer(4 << 20)
-	return &UDP{
-		conn:  c,
-		rc:    rc,
-		rx:    newMmsgBatch(DefaultBatchSize),
-		tx:    newMmsgBatch(DefaultBatchSize),
-		local: c.LocalAddr().(*net.UDPAddr).AddrPort(),
-	}, nil
+	return newUDP(c, rc), nil
 }
 
 // Connect sets the peer with connect(2): afterwards only its datagrams are
-// received and Write sends to it.
+// received and Write sends to it; the keepalives start.
 func (u *UDP) Connect(remote netip.AddrPort) error {
 	sa, err := sockaddr(remote)
 	if err != nil {
@@ -83,7 +92,11 @@ func (u *UDP) Connect(remote netip.AddrPort) error {
 	if err != nil {
 		return err
 	}
-	return cerr
+	if cerr != nil {
+		return cerr
+	}
+	u.startKeepalive()
+	return nil
 }
 
 func sockaddr(ap netip.AddrPort) (syscall.Sockaddr, error) {
@@ -103,8 +116,9 @@ func (u *UDP) LocalAddr() netip.AddrPort { return u.local }
 // BatchSize implements Link.
 func (u *UDP) BatchSize() int { return DefaultBatchSize }
 
-// Read implements Link. Empty datagrams are ignored; oversized ones are
-// dropped and reported as ErrFrameTooLarge with the good frames.
+// Read implements Link. Keepalives and empty datagrams are consumed here;
+// oversized ones are dropped and reported as ErrFrameTooLarge with the
+// good frames. Any datagram shows the peer alive.
 func (u *UDP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 	u.rmu.Lock()
 	defer u.rmu.Unlock()
@@ -118,6 +132,9 @@ func (u *UDP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if n > 0 {
+			u.heard()
+		}
 		k := 0
 		var errOut error
 		for i := 0; i < n; i++ {
@@ -127,6 +144,12 @@ func (u *UDP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			}
 			if sizes[i] == 0 {
 				continue
+			}
+			if sizes[i] == udpHelloLen {
+				if ok, up := parseUDPHello(bufs[i][offset : offset+udpHelloLen]); ok {
+					u.heardHello(up)
+					continue
+				}
 			}
 			if k != i {
 				copy(bufs[k][offset:], bufs[i][offset:offset+sizes[i]])
@@ -149,5 +172,12 @@ func (u *UDP) Write(bufs [][]byte, offset int) (int, error) {
 	return sendmmsg(u.rc, u.tx, bufs, offset)
 }
 
-// Close implements Link.
-func (u *UDP) Close() error { return u.conn.Close() }
+// Close implements Link: the keepalives stop with the socket.
+func (u *UDP) Close() error {
+	err := ErrClosed
+	u.once.Do(func() {
+		err = u.conn.Close()
+		u.stopKeepalive()
+	})
+	return err
+}

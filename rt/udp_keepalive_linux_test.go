@@ -1,0 +1,149 @@
+package rt
+
+import (
+	"bytes"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// udpEnd is one end of a test UDP link with a reader that keeps Read
+// running (keepalives are consumed there) and collects frames and state
+// changes.
+type udpEnd struct {
+	u      *UDP
+	frames chan []byte
+	states chan bool
+}
+
+func newUDPEnd(t *testing.T, local netip.AddrPort) *udpEnd {
+	t.Helper()
+	u, err := ListenUDP(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &udpEnd{u: u, frames: make(chan []byte, 64), states: make(chan bool, 64)}
+	u.SetKeepalive(10*time.Millisecond, 500*time.Millisecond)
+	u.OnPeerState(func(up bool) { e.states <- up })
+	go func() {
+		bufs := [][]byte{make([]byte, 2048), make([]byte, 2048)}
+		sizes := make([]int, 2)
+		for {
+			n, err := u.Read(bufs, sizes, 0)
+			if err != nil {
+				return
+			}
+			for i := range n {
+				e.frames <- bytes.Clone(bufs[i][:sizes[i]])
+			}
+		}
+	}()
+	t.Cleanup(func() { u.Close() })
+	return e
+}
+
+func (e *udpEnd) want(t *testing.T, up bool, why string) {
+	t.Helper()
+	select {
+	case got := <-e.states:
+		if got != up {
+			t.Fatalf("%s: peer state %v, want %v", why, got, up)
+		}
+		if e.u.PeerUp() != up {
+			t.Fatalf("%s: PeerUp %v after the callback said %v", why, e.u.PeerUp(), up)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: no peer state change (want %v)", why, up)
+	}
+}
+
+// TestUDPKeepalive: a UDP link shows its peer down until it is heard, up
+// while its keepalives arrive, down when the peer sets its end down or
+// goes silent (closed, as a killed daemon's socket), and up again when a
+// new peer answers on the same address; keepalives never reach the reader
+// as frames.
+func TestUDPKeepalive(t *testing.T) {
+	lo := netip.MustParseAddrPort("127.0.0.1:0")
+	a, b := newUDPEnd(t, lo), newUDPEnd(t, lo)
+	if a.u.PeerUp() || !a.u.PeerLost() {
+		t.Fatal("a peer never heard is up")
+	}
+	if err := a.u.Connect(b.u.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.u.Connect(a.u.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	a.want(t, true, "both ends connected")
+	b.want(t, true, "both ends connected")
+
+	f := testFrame(7, 60)
+	if n, err := a.u.Write([][]byte{f}, 0); n != 1 || err != nil {
+		t.Fatalf("Write: %d %v", n, err)
+	}
+	select {
+	case got := <-b.frames:
+		if !bytes.Equal(got, f) {
+			t.Fatalf("frame %x, want %x", got, f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("frame not received")
+	}
+
+	b.u.SetState(false)
+	a.want(t, false, "b set its end down")
+	if a.u.PeerLost() {
+		t.Fatal("a peer that set its end down is alive, not lost")
+	}
+	b.u.SetState(true)
+	a.want(t, true, "b set its end up")
+
+	addr := b.u.LocalAddr()
+	b.u.Close()
+	a.want(t, false, "b closed")
+	if !a.u.PeerLost() || a.u.Silences.Load() != 1 {
+		t.Fatalf("after b's silence: lost %v, silences %d", a.u.PeerLost(), a.u.Silences.Load())
+	}
+	c := newUDPEnd(t, addr)
+	if err := c.u.Connect(a.u.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	a.want(t, true, "a new peer on b's address")
+	c.want(t, true, "a answered")
+	// Keepalives kept flowing all along: none was handed over as a frame.
+	time.Sleep(50 * time.Millisecond)
+	for _, e := range []*udpEnd{a, b, c} {
+		if len(e.frames) != 0 {
+			t.Fatalf("%d datagrams handed to the reader as frames", len(e.frames))
+		}
+	}
+}
+
+// TestUDPHello: the keepalive's encoding and what is not one.
+func TestUDPHello(t *testing.T) {
+	for _, up := range []bool{true, false} {
+		if ok, got := parseUDPHello(udpHello(up)); !ok || got != up {
+			t.Errorf("hello(%v) parsed as %v %v", up, ok, got)
+		}
+	}
+	for _, b := range [][]byte{nil, []byte("EMUF"), []byte("EMUX\x01\x01\x00\x00"), append(udpHello(true), 0)} {
+		if ok, _ := parseUDPHello(b); ok {
+			t.Errorf("%q taken for a keepalive", b)
+		}
+	}
+}
+
+func FuzzUDPHello(f *testing.F) {
+	f.Add(udpHello(true))
+	f.Add(udpHello(false))
+	f.Add([]byte("EMUF\x02\xff\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ok, up := parseUDPHello(b)
+		if ok && len(b) != udpHelloLen {
+			t.Fatalf("%d bytes taken for a keepalive", len(b))
+		}
+		if ok && b[4] == udpHelloVersion && b[6] == 0 && b[7] == 0 && b[5]&^udpHelloUp == 0 && !bytes.Equal(udpHello(up), b) {
+			t.Fatalf("%x does not round-trip", b)
+		}
+	})
+}
