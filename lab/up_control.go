@@ -58,7 +58,8 @@ type DaemonPort struct {
 	Port      string
 	Transport string
 	// Link is "up", "down", "down (admin)" (set down by a link op, as
-	// `emulab link set` does), "down (peer)" (the far end was), or
+	// `emulab link set` does), "down (peer)" (the far end was), "down
+	// (peer silent)" (a UDP link's peer sent nothing for a while), or
 	// "waiting" (a listening port without a peer yet).
 	Link string
 }
@@ -69,13 +70,14 @@ type DaemonPort struct {
 func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 	var r struct {
 		Ports []struct {
-			Port      string `json:"port"`
-			Transport string `json:"transport"`
-			URI       string `json:"uri"`
-			Connected bool   `json:"connected"`
-			Up        bool   `json:"up"`
-			AdminUp   *bool  `json:"admin_up"`
-			PeerDown  bool   `json:"peer_down"`
+			Port       string `json:"port"`
+			Transport  string `json:"transport"`
+			URI        string `json:"uri"`
+			Connected  bool   `json:"connected"`
+			Up         bool   `json:"up"`
+			AdminUp    *bool  `json:"admin_up"`
+			PeerDown   bool   `json:"peer_down"`
+			PeerSilent bool   `json:"peer_silent"`
 		} `json:"ports"`
 		Status *struct {
 			Port      string `json:"port"`
@@ -93,6 +95,8 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 		switch {
 		case p.AdminUp != nil && !*p.AdminUp:
 			st = "down (admin)"
+		case p.PeerSilent:
+			st = "down (peer silent)"
 		case p.PeerDown:
 			st = "down (peer)"
 		case p.Up:

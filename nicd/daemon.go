@@ -104,11 +104,12 @@ type Daemon struct {
 	rxAdminDown   atomic.Uint64 // frames dropped while administratively down
 	adminDownFlag atomic.Bool   // adminDown, for status
 	rateBps       atomic.Uint64 // the port's rate now (the lab file's, or a link op's), for status
-	// peerDownFlag: the switch port across the ring link announced it was
-	// set down (any goroutine); shm is that link (loop goroutine), for
-	// announcing our own state the other way.
-	peerDownFlag atomic.Bool
-	shm          *rt.Shm
+	// peerDownFlag: the port across a ring or UDP link announced it was
+	// set down, or went silent (any goroutine); stateLink is that link
+	// (loop goroutine), for announcing our own state the other way.
+	peerDownFlag   atomic.Bool
+	peerSilentFlag atomic.Bool // of peerDownFlag: a UDP peer went silent
+	stateLink      rt.StateLink
 
 	mu        sync.Mutex // guards linkState, listener and the carrier fields
 	linkState string

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/rt"
 )
 
@@ -151,17 +150,20 @@ func (d *Daemon) attachLink(link rt.Link) error {
 	d.gate = newTxGate(d.nic, p, d.clk)
 	d.gate.tap = d.capture
 	d.gate.admin = !d.adminDown
-	d.shm = nil
+	d.stateLink = nil
 	d.peerDownFlag.Store(false)
-	if shm, ok := link.(*rt.Shm); ok {
+	d.peerSilentFlag.Store(false)
+	if sl, ok := link.(rt.StateLink); ok {
 		// The switch port's state (set down by hand) and ours travel on
-		// the ring link's socket, as a cable's carrier. On IB the port
-		// goes Down, and Init when the switch's comes back; the subnet
-		// manager activates it.
-		d.shm = shm
-		d.gate.peer = shm.PeerUp()
+		// the link, as a cable's carrier: a ring link's socket, a UDP
+		// link's keepalives (which also show a peer gone silent). On IB
+		// the port goes Down, and Init when the switch's comes back; the
+		// subnet manager activates it.
+		d.stateLink = sl
+		d.gate.peer = sl.PeerUp()
 		d.peerDownFlag.Store(!d.gate.peer)
-		shm.OnPeerState(func(up bool) {
+		d.peerSilentFlag.Store(!d.gate.peer && rt.PeerSilent(sl))
+		sl.OnPeerState(func(up bool) {
 			d.loop.Post(func() {
 				if d.linkPort != p {
 					return
@@ -169,12 +171,13 @@ func (d *Daemon) attachLink(link rt.Link) error {
 				d.gate.peer = up
 				d.gate.apply()
 				d.peerDownFlag.Store(!up)
+				d.peerSilentFlag.Store(!up && rt.PeerSilent(sl))
 				d.syncCarrier()
-				d.log.Printf("port %s: the switch set its end of the link %s", d.cfg.Port, lab.StateWord(up))
+				d.log.Printf("port %s: %s", d.cfg.Port, rt.PeerStateWords(sl, up))
 			})
 		})
 		if d.adminDown {
-			shm.SetState(false)
+			sl.SetState(false)
 		}
 	}
 	d.nic.Attach(d.gate)

@@ -746,21 +746,42 @@ func TestLinkSchedule(t *testing.T) {
 }
 
 // TestUDPLink: two daemons on a udp: link (the transport between
-// machines) move an RDMA WRITE intact.
+// machines) move an RDMA WRITE intact; when one goes away the other shows
+// its link down for the silence (the keepalives stopped), and up again
+// when a daemon answers on the same address.
 func TestUDPLink(t *testing.T) {
 	spec := testLab(t, "")
 	ports := freeUDPPorts(t, 2)
 	dir := t.TempDir()
-	for i, node := range []string{"h1", "h2"} {
+	start := func(i int) *Daemon {
+		node := []string{"h1", "h2"}[i]
 		uri := fmt.Sprintf("udp:127.0.0.1:%d,127.0.0.1:%d", ports[i], ports[1-i])
 		d, err := Start(Options{Spec: spec, Node: node, Port: uri, Control: filepath.Join(dir, node+".sock")})
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer d.Close()
+		return d
 	}
-	a, b := dial(t, filepath.Join(dir, "h1.sock")), dial(t, filepath.Join(dir, "h2.sock"))
-	if st, err := a.Status(); err != nil || st.Link != LinkUp || !strings.HasPrefix(st.Transport, "udp:127.0.0.1:") {
+	da := start(0)
+	defer da.Close()
+	a := dial(t, filepath.Join(dir, "h1.sock"))
+	linkIs := func(want string) {
+		t.Helper()
+		var st *Status
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if st, err = a.Status(); err == nil && st.Link == want {
+				return
+			}
+		}
+		t.Fatalf("h1's link: %+v %v; want %q", st, err, want)
+	}
+	// Nobody answers yet: the keepalives go unheard.
+	linkIs("down (peer silent)")
+	db := start(1)
+	linkIs(LinkUp)
+	b := dial(t, filepath.Join(dir, "h2.sock"))
+	if st, err := a.Status(); err != nil || !strings.HasPrefix(st.Transport, "udp:127.0.0.1:") {
 		t.Fatalf("status %+v %v", st, err)
 	}
 	p, err := NewPair(a, b, PairConfig{BufSize: 1 << 18, Depth: 8})
@@ -774,6 +795,13 @@ func TestUDPLink(t *testing.T) {
 	if wc.Status != nic.IBV_WC_SUCCESS || !bytes.Equal(p.ABuf.Bytes, p.BBuf.Bytes) {
 		t.Fatalf("write over udp: %+v, memory equal %v", wc, bytes.Equal(p.ABuf.Bytes, p.BBuf.Bytes))
 	}
+	p.Close()
+	b.Close()
+	db.Close()
+	linkIs("down (peer silent)")
+	db = start(1)
+	defer db.Close()
+	linkIs(LinkUp)
 }
 
 // TestStartErrors: a failed start names the flag and leaves nothing

@@ -94,6 +94,9 @@ func (d *Daemon) opStatus() (*Response, error) {
 	st.Link = state
 	if state == LinkUp && d.peerDownFlag.Load() {
 		st.Link = "down (peer)" // the switch port was set down
+		if d.peerSilentFlag.Load() {
+			st.Link = "down (peer silent)" // a UDP peer's keepalives stopped
+		}
 	}
 	st.AdminDown = d.adminDownFlag.Load()
 	if lerr != nil {
@@ -281,9 +284,9 @@ func (d *Daemon) setAdminDown(down bool) {
 	}
 	d.adminDownFlag.Store(down)
 	d.syncCarrier()
-	if d.shm != nil {
+	if d.stateLink != nil {
 		// The switch port's end sees its carrier go (or come back).
-		if err := d.shm.SetState(!down); err != nil {
+		if err := d.stateLink.SetState(!down); err != nil {
 			d.log.Printf("link %s: telling the switch: %v", d.cfg.Port, err)
 		}
 	}

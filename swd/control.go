@@ -105,15 +105,18 @@ type PortStatus struct {
 	Transport string `json:"transport"`
 	Connected bool   `json:"connected"`
 	AdminUp   bool   `json:"admin_up"`
-	// PeerDown: the far end (an emunic) set its end of the link down.
-	PeerDown bool    `json:"peer_down,omitempty"`
-	Up       bool    `json:"up"`
-	Speed    string  `json:"speed"`
-	Rate     string  `json:"rate"`
-	Delay    string  `json:"delay"`
-	Loss     float64 `json:"loss"`
-	Corrupt  float64 `json:"corrupt"`
-	OnWire   int     `json:"frames_on_wire"`
+	// PeerDown: the far end (an emunic) set its end of the link down, or
+	// (PeerSilent too) a UDP link's peer sent nothing, not even a
+	// keepalive, for rt.UDPDeadAfter.
+	PeerDown   bool    `json:"peer_down,omitempty"`
+	PeerSilent bool    `json:"peer_silent,omitempty"`
+	Up         bool    `json:"up"`
+	Speed      string  `json:"speed"`
+	Rate       string  `json:"rate"`
+	Delay      string  `json:"delay"`
+	Loss       float64 `json:"loss"`
+	Corrupt    float64 `json:"corrupt"`
+	OnWire     int     `json:"frames_on_wire"`
 	// NoFlood: the port is left out of broadcast/multicast flooding
 	// (--no-flood, outside the switches' spanning tree).
 	NoFlood bool `json:"no_flood,omitempty"`
@@ -302,7 +305,7 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 
 func (d *Daemon) portStatus(p *swPort) PortStatus {
 	s := PortStatus{
-		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, PeerDown: p.peerDown, Up: p.up(),
+		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, PeerDown: p.peerDown, PeerSilent: p.peerSilent, Up: p.up(),
 		Speed: lab.FormatRate(p.speed), Rate: lab.FormatRate(p.rate), Delay: lab.FormatTime(p.delay),
 		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.held(), NoFlood: p.noFlood,
 		SchedulePending: p.sched.Pending(),

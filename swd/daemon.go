@@ -209,22 +209,17 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 			p.in.lossless = d.ib
 		}
 		d.ports = append(d.ports, p)
-		if d.ib {
-			// Down until a peer connects: an IB port starts its link
-			// flow control (ResetIBFlowControl, then the engine's first
-			// flow-control packets) when it does, not into the void.
-			d.sw.StartPortDown(i)
-		}
+		// Down until a peer connects (syncUp then brings it up): a port
+		// with nothing behind it is down, and has lost no link yet. An IB
+		// port starts its link flow control (ResetIBFlowControl, then the
+		// engine's first flow-control packets) when it does, not into the
+		// void.
+		d.sw.StartPortDown(i)
 		d.sw.Attach(i, p)
 	}
 	if err := d.bindAll(ctx); err != nil {
 		d.Close()
 		return nil, err
-	}
-	for _, p := range d.ports {
-		if !p.connected {
-			d.sw.StartPortDown(p.idx) // until a peer connects
-		}
 	}
 	if err := d.listenControl(); err != nil {
 		d.Close()
@@ -577,24 +572,27 @@ func (d *Daemon) attachLoop(p *swPort, link rt.Link) (*rt.Port, error) {
 	p.resetHold()
 	p.direct = p.bind.Kind == TAPLink
 	p.connected = true
-	p.shm, p.peerDown = nil, false
-	if shm, ok := link.(*rt.Shm); ok {
-		// The far end's link state (an emunic set down by hand) and ours
-		// travel on the ring link's socket, as a cable's carrier. On IB
+	p.stateLink, p.peerDown, p.peerSilent = nil, false, false
+	if sl, ok := link.(rt.StateLink); ok {
+		// The far end's link state (an emunic set down by hand, a UDP
+		// peer gone silent) and ours travel on the link, as a cable's
+		// carrier: a ring link's socket, a UDP link's keepalives. On IB
 		// the port then goes Down and, back, Init at once (the SMA sees
 		// it: switchcore SetPortUp), and the subnet manager activates it.
-		p.shm, p.peerDown = shm, !shm.PeerUp()
-		shm.OnPeerState(func(up bool) {
+		p.stateLink, p.peerDown = sl, !sl.PeerUp()
+		p.peerSilent = p.peerDown && rt.PeerSilent(sl)
+		sl.OnPeerState(func(up bool) {
 			d.loop.Post(func() {
 				if p.tr == tp {
 					p.peerDown = !up
+					p.peerSilent = !up && rt.PeerSilent(sl)
 					p.syncUp()
-					d.log.Printf("port %s: the peer set its end of the link %s", p.name, lab.StateWord(up))
+					d.log.Printf("port %s: %s", p.name, rt.PeerStateWords(sl, up))
 				}
 			})
 		})
 		if !p.adminUp {
-			shm.SetState(false)
+			sl.SetState(false)
 		}
 	}
 	if d.ib {

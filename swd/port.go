@@ -49,13 +49,15 @@ type swPort struct {
 	tapQueued bool
 	connected bool
 	adminUp   bool
-	// peerDown: the far end of a ring link announced it was set down (an
-	// emunic's link op): the cable is as good as pulled. shm is the
-	// current transport when it is a ring link, for announcing our own
-	// state the other way.
-	peerDown bool
-	shm      *rt.Shm
-	sched    *lab.LinkSchedule // the link's schedule (link op), nil when none was set
+	// peerDown: the far end of a ring or UDP link announced it was set
+	// down (an emunic's link op) or went silent (a UDP peer's keepalives
+	// stopped): the cable is as good as pulled. stateLink is the current
+	// transport when it carries link state, for announcing our own the
+	// other way.
+	peerDown   bool
+	peerSilent bool // of peerDown: a UDP peer went silent (rt.PeerLoser)
+	stateLink  rt.StateLink
+	sched      *lab.LinkSchedule // the link's schedule (link op), nil when none was set
 
 	speed     uint64 // the switch port's speed (lab file)
 	rate      uint64 // the wire's rate (link rate; default the port speed)
@@ -142,8 +144,8 @@ func (p *swPort) up() bool { return p.adminUp && p.connected && !p.peerDown }
 func (p *swPort) setAdmin(up bool) {
 	p.adminUp = up
 	p.syncUp()
-	if p.shm != nil {
-		if err := p.shm.SetState(up); err != nil {
+	if p.stateLink != nil {
+		if err := p.stateLink.SetState(up); err != nil {
 			p.d.log.Printf("port %s: telling the peer the link is %s: %v", p.name, lab.StateWord(up), err)
 		}
 	}

@@ -82,7 +82,8 @@ Usage:
   tap:IFNAME@NETNS            a TAP created in namespace NETNS for a host or VM
   seqpacket-listen:PATH       a unix socket a NIC or switch dials (seqpacket-dial:PATH the other end)
   shm-listen:PATH             the same, the frames then in shared-memory rings (shm-dial:PATH)
-  udp:LOCAL:PORT,REMOTE:PORT  a UDP link to a switch on another machine
+  udp:LOCAL:PORT,REMOTE:PORT  a UDP link to a switch on another machine (keepalives
+                              every 250 ms; down after 1 s without a datagram)
 It prints "ready" when every port is bound; SIGTERM or SIGINT ends it.
 
 Examples:
