@@ -24,6 +24,7 @@ network namespaces.
   emulab up examples/two-hosts.yaml a lab in namespaces: emuswitch, emunic, TAPs (root)
   emulab perf write_bw h1 h2        perftest-style RDMA between two hosts of a lab that is up
   emulab capture sw1:p1 -w -        live pcapng, with what the switch decided per frame
+  emulab check my-lab.yaml          a lab file's problems by line, or what up would build
   emulab sim examples/incast.yaml   the same kind of file in the deterministic simulator
   emulab ib nodes examples/ib-fat-tree.yaml  the subnet manager's sweep of an IB lab
   emulab frames -o zoo.pcapng       one frame of every kind the emulator encodes
