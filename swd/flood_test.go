@@ -135,6 +135,16 @@ func TestFloodWithoutNoFlood(t *testing.T) {
 	if c := td.counters(t, "p3"); c["flood_rx"] != 1 || c["flood_blocked_rx"] != 0 {
 		t.Errorf("p3 flood_rx %d flood_blocked_rx %d, want 1 0", c["flood_rx"], c["flood_blocked_rx"])
 	}
+	// The ports' MACs saw the broadcast: the _phy counters (ethtool -S,
+	// /metrics) count it, though the daemon flooded it outside the engine.
+	n := uint64(len(b))
+	for p, want := range map[string][2]uint64{"p3": {1, 0}, "p1": {0, 1}, "p2": {0, 1}} {
+		c := td.counters(t, p)
+		if c["rx_packets_phy"] != want[0] || c["rx_bytes_phy"] != want[0]*n || c["tx_packets_phy"] != want[1] || c["tx_bytes_phy"] != want[1]*n {
+			t.Errorf("%s rx_packets_phy %d rx_bytes_phy %d tx_packets_phy %d tx_bytes_phy %d; want %d, %d bytes in, %d, %d bytes out",
+				p, c["rx_packets_phy"], c["rx_bytes_phy"], c["tx_packets_phy"], c["tx_bytes_phy"], want[0], want[0]*n, want[1], want[1]*n)
+		}
+	}
 }
 
 func TestNoFloodUnknownPort(t *testing.T) {

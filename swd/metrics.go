@@ -70,7 +70,12 @@ func (d *Daemon) metricsText() []byte {
 		if p.up() {
 			up = 1
 		}
-		add("emu_port_up", "gauge", "1 when the port is administratively up and its peer connected.", "{"+pl+"}", up)
+		add("emu_port_up", "gauge", "1 when the port's link is up: administratively up, a peer connected, and the peer's end neither set down nor silent.", "{"+pl+"}", up)
+		silent := 0.0
+		if p.peerSilent {
+			silent = 1
+		}
+		add("emu_port_peer_silent", "gauge", "1 while a UDP link's peer has sent nothing, not even a keepalive, for a second: the port is down.", "{"+pl+"}", silent)
 		add("emu_link_rate_bytes_per_second", "gauge", "Rate of the emulated wire behind the port.", "{"+pl+"}", float64(p.rate)/8)
 		add("emu_link_delay_seconds", "gauge", "One-way propagation delay of the emulated wire.", "{"+pl+"}", seconds(p.delay))
 		ctr("emu_port_received_packets_total", "Frames received by the switch port, control frames included (rx_packets_phy).", c.RxPacketsPhy)

@@ -289,6 +289,7 @@ func (p *swPort) ingress(f *frame.Frame) {
 	d := p.d
 	b := f.Data
 	if !d.ib && len(b) >= wire.EthernetSize && b[0]&1 != 0 && !linkLocal(b) {
+		d.sw.CountFlooded(p.idx, false, len(b))
 		if p.noFlood {
 			if len(p.caps) > 0 {
 				d.capture(p, dirRx, b, "not flooded: arrived on a --no-flood port")
@@ -311,6 +312,7 @@ func (p *swPort) ingress(f *frame.Frame) {
 			}
 			c := f.Clone()
 			q.st.FloodTx++
+			d.sw.CountFlooded(q.idx, true, len(b))
 			if len(q.caps) > 0 {
 				d.capture(q, dirTx, c.Data, "flooded (broadcast/multicast)")
 			}

@@ -104,6 +104,10 @@ func TestUDPPortLiveness(t *testing.T) {
 	var st StatusResponse
 	td.call(t, Request{Op: "link", Port: "p2", State: "down"}, &st)
 	waitFor(t, "the peer to hear p2 down", func() bool { return !peer.PeerUp() && !peer.PeerLost() })
+	time.Sleep(rt.UDPDeadAfter + 500*time.Millisecond)
+	if s := p2(); s.PeerSilent || s.PeerDown || peer.PeerLost() {
+		t.Fatalf("keepalives stopped while p2 was set down: %+v, the peer lost %v", s, peer.PeerLost())
+	}
 	td.call(t, Request{Op: "link", Port: "p2", State: "up"}, &st)
 	waitFor(t, "the peer to hear p2 up", func() bool { return peer.PeerUp() })
 

@@ -49,6 +49,22 @@ func (t *fdb) learn(src wire.MAC, port int) {
 // the requester.
 func (s *Switch) Learn(port int, src wire.MAC) { s.fdb.learn(src, port) }
 
+// CountFlooded counts in a port's MAC counters (rx_packets_phy and
+// rx_bytes_phy, or tx_...) a frame of n bytes that its owner received on
+// the port or sent from it outside the engine: the broadcast and multicast
+// a real-time switch floods itself (swd). The port's MAC saw the frame
+// whoever forwarded it.
+func (s *Switch) CountFlooded(port int, tx bool, n int) {
+	c := &s.ports[port].c
+	if tx {
+		c.TxPacketsPhy++
+		c.TxBytesPhy += uint64(n)
+		return
+	}
+	c.RxPacketsPhy++
+	c.RxBytesPhy += uint64(n)
+}
+
 // lpm is a longest-prefix-match table: one hash map per prefix length,
 // probed from the longest length present down.
 type lpm struct {
