@@ -8,6 +8,7 @@ import (
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nic"
+	"github.com/emufabric/emufabric/rt"
 	"github.com/emufabric/emufabric/wire"
 )
 
@@ -47,11 +48,11 @@ func ParsePortURI(s string) (PortURI, error) {
 		if !ok {
 			return PortURI{}, fmt.Errorf("--port %q: want udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT", s)
 		}
-		la, err := netip.ParseAddrPort(l)
+		la, err := rt.ResolveUDPAddr(l)
 		if err != nil {
 			return PortURI{}, fmt.Errorf("--port %q: local address: %v", s, err)
 		}
-		ra, err := netip.ParseAddrPort(r)
+		ra, err := rt.ResolveUDPAddr(r)
 		if err != nil {
 			return PortURI{}, fmt.Errorf("--port %q: remote address: %v", s, err)
 		}

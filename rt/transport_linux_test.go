@@ -333,3 +333,21 @@ func BenchmarkUDPLoopback1500(b *testing.B) {
 	y.Connect(x.LocalAddr())
 	benchLink(b, x, y, 1500)
 }
+
+// TestResolveUDPAddr: an end of a UDP link is an IP address or a host
+// name with a port.
+func TestResolveUDPAddr(t *testing.T) {
+	for in, want := range map[string]string{"10.0.0.1:4000": "10.0.0.1:4000", "[::1]:7": "[::1]:7", "[fe80::1%eth0]:9": "[fe80::1%eth0]:9"} {
+		if got, err := ResolveUDPAddr(in); err != nil || got.String() != want {
+			t.Errorf("%s: %v %v, want %s", in, got, err, want)
+		}
+	}
+	if got, err := ResolveUDPAddr("localhost:4000"); err != nil || !got.Addr().IsLoopback() || got.Port() != 4000 || got.Addr().Is4In6() {
+		t.Errorf("localhost:4000: %v %v", got, err)
+	}
+	for _, in := range []string{"nonsense", "10.0.0.1", ":"} {
+		if _, err := ResolveUDPAddr(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package rt
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -33,21 +34,18 @@ type UDP struct {
 var _ Link = (*UDP)(nil)
 
 // DialUDP binds local (port 0 picks one) and connects to remote. Both ends
-// of a link call DialUDP with each other's address.
+// of a link call DialUDP with each other's address. Its errors name the
+// step: "listen udp ADDR: bind: address already in use", "connect udp
+// ADDR: ...".
 func DialUDP(local, remote netip.AddrPort) (*UDP, error) {
-	c, err := net.DialUDP("udp", net.UDPAddrFromAddrPort(local), net.UDPAddrFromAddrPort(remote))
+	u, err := ListenUDP(local)
 	if err != nil {
 		return nil, err
 	}
-	rc, err := c.SyscallConn()
-	if err != nil {
-		c.Close()
-		return nil, err
+	if err := u.Connect(remote); err != nil {
+		u.Close()
+		return nil, fmt.Errorf("connect udp %s: %w", remote, err)
 	}
-	_ = c.SetReadBuffer(4 << 20)
-	_ = c.SetWriteBuffer(4 << 20)
-	u := newUDP(c, rc)
-	u.startKeepalive()
 	return u, nil
 }
 
@@ -180,4 +178,22 @@ func (u *UDP) Close() error {
 		u.stopKeepalive()
 	})
 	return err
+}
+
+// ResolveUDPAddr parses one end of a UDP link, ADDR:PORT: an IP address
+// ([ADDR]:PORT for IPv6) or a host name, resolved now, once (the link is
+// connected to one address for its life).
+func ResolveUDPAddr(s string) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap, nil
+	}
+	if h, p, err := net.SplitHostPort(s); err != nil || h == "" || p == "" {
+		return netip.AddrPort{}, fmt.Errorf("%q: want ADDR:PORT or HOST:PORT ([ADDR]:PORT for IPv6)", s)
+	}
+	a, err := net.ResolveUDPAddr("udp", s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("%q: %w", s, err)
+	}
+	ap := a.AddrPort()
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
 }

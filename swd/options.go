@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/emufabric/emufabric/rt"
 )
 
 // Options are the daemon's settings, one field per command-line flag of
@@ -117,10 +119,10 @@ func ParseURI(uri string) (PortBind, error) {
 			return PortBind{}, fmt.Errorf("URI %q: want udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT", uri)
 		}
 		var err error
-		if b.Local, err = netip.ParseAddrPort(l); err != nil {
+		if b.Local, err = rt.ResolveUDPAddr(l); err != nil {
 			return PortBind{}, fmt.Errorf("URI %q: local address %q: %w", uri, l, err)
 		}
-		if b.Remote, err = netip.ParseAddrPort(r); err != nil {
+		if b.Remote, err = rt.ResolveUDPAddr(r); err != nil {
 			return PortBind{}, fmt.Errorf("URI %q: remote address %q: %w", uri, r, err)
 		}
 		if b.Remote.Port() == 0 {

@@ -49,7 +49,7 @@ Usage:
 
 --lab, --node, --tap, --port and --control are required. Port URIs:
   seqpacket-dial:PATH, shm-dial:PATH   the switch port's socket (or -listen:PATH)
-  udp:LOCAL:PORT,REMOTE:PORT           a UDP link to a switch
+  udp:LOCAL:PORT,REMOTE:PORT           a UDP link to a switch (addresses or host names)
 It prints "ready" when the TAP and the port are up; SIGTERM or SIGINT ends it.
 
 Example:
@@ -124,6 +124,8 @@ func run(args []string, stdout io.Writer) error {
 		}
 		return err
 	}
+	// A --log file is appended to: these lines tell one run from the next.
+	logger.Printf("ready: pid %d, lab %s, port %s, tap %s", os.Getpid(), *labFile, *port, *tap)
 	fmt.Fprintln(stdout, "ready")
 	select {
 	case <-ctx.Done():

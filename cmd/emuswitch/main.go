@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/signal"
 	"runtime"
@@ -79,11 +80,14 @@ Usage:
   emuswitch --lab FILE --node NAME --port PORTNAME=URI... --control PATH [flags]
 
 --lab, --node, --control and at least one --port are required. Port URIs:
-  tap:IFNAME@NETNS            a TAP created in namespace NETNS for a host or VM
+  tap:IFNAME@NETNS            a TAP created in the existing namespace NETNS for a host
+                              or VM; it lives as long as the daemon (addresses set on
+                              it go with it)
   seqpacket-listen:PATH       a unix socket a NIC or switch dials (seqpacket-dial:PATH the other end)
   shm-listen:PATH             the same, the frames then in shared-memory rings (shm-dial:PATH)
-  udp:LOCAL:PORT,REMOTE:PORT  a UDP link to a switch on another machine (keepalives
-                              every 250 ms; down after 1 s without a datagram)
+  udp:LOCAL:PORT,REMOTE:PORT  a UDP link to a switch on another machine: addresses or
+                              host names, [ADDR]:PORT for IPv6 (keepalives every
+                              250 ms; down after 1 s without a datagram)
 It prints "ready" when every port is bound; SIGTERM or SIGINT ends it.
 
 Examples:
@@ -156,7 +160,11 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	d.Start()
+	// A --log file is appended to: these lines tell one run from the next.
+	logger := log.New(logw, "emuswitch "+o.Node+": ", log.LstdFlags|log.Lmicroseconds)
+	logger.Printf("ready: pid %d, lab %s, %d port(s)", os.Getpid(), o.Lab, len(o.Ports))
 	fmt.Fprintln(stdout, "ready")
 	<-ctx.Done()
+	logger.Printf("signal: shutting down")
 	return d.Close()
 }
