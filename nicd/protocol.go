@@ -74,7 +74,7 @@ type Request struct {
 	// capture: the ports to capture (emuswitch's field); this NIC has one
 	Ports []string `json:"ports,omitempty"`
 
-	// link (the emuswitch op's fields; emunic takes state only)
+	// link (the emuswitch op's fields; emunic takes state and rate)
 	Port  string   `json:"port,omitempty"`
 	State string   `json:"state,omitempty"` // "up" or "down"
 	Rate  string   `json:"rate,omitempty"`

@@ -89,6 +89,7 @@ Usage:
                               host names, [ADDR]:PORT for IPv6 (keepalives every
                               250 ms; down after 1 s without a datagram)
 It prints "ready" when every port is bound; SIGTERM or SIGINT ends it.
+docs/daemons.md: running it by hand, the control socket, /metrics.
 
 Examples:
   emuswitch --lab lab.yaml --node sw1 --port p1=tap:eth0@hostA --port p2=tap:eth0@hostB --control /run/sw1.ctl
