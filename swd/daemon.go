@@ -339,6 +339,13 @@ func (d *Daemon) createTAP(p *swPort) (*rt.TAP, error) {
 	if err != nil {
 		return nil, err
 	}
+	// No carrier until the port is up (syncUp): the carrier then comes on
+	// as an event, which makes the host's operstate UP; a TAP created
+	// with its carrier on stays UNKNOWN.
+	if err := tap.SetCarrier(false); err != nil {
+		tap.Close()
+		return nil, err
+	}
 	nl, err := nlHandle(ns)
 	if err != nil {
 		tap.Close()

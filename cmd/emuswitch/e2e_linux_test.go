@@ -108,6 +108,21 @@ topology:
 			t.Fatal(err)
 		}
 	}
+	// The port's carrier came on as an event: the host sees its link UP,
+	// as behind a NIC (the kernel's link watch may take a second to say
+	// so).
+	for _, h := range []string{"h1", "h2"} {
+		var out string
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			out, err = runIn(nsNames[h], "cat", "/sys/class/net/eth0/operstate")
+			if out = strings.TrimSpace(out); err == nil && out == "up" || time.Now().After(deadline) {
+				break
+			}
+		}
+		if err != nil || out != "up" {
+			t.Errorf("%s eth0 operstate %q (%v), want up", h, out, err)
+		}
+	}
 	before := counters(t, ctl)
 
 	// -c with -w: ping exits 0 once 5 replies came, waiting up to 10 s for
