@@ -151,31 +151,27 @@ func (d *Daemon) attachLink(link rt.Link) error {
 	d.gate.tap = d.capture
 	d.gate.admin = !d.adminDown
 	d.stateLink = nil
-	d.peerDownFlag.Store(false)
-	d.peerSilentFlag.Store(false)
+	d.setPeer(rt.PeerState{Up: true})
 	if sl, ok := link.(rt.StateLink); ok {
 		// The switch port's state (set down by hand) and ours travel on
 		// the link, as a cable's carrier: a ring link's socket, a UDP
 		// link's keepalives (which also show a peer gone silent). On IB
 		// the port goes Down, and Init when the switch's comes back; the
 		// subnet manager activates it.
+		// The callback first, then the state: no change falls between.
 		d.stateLink = sl
-		d.gate.peer = sl.PeerUp()
-		d.peerDownFlag.Store(!d.gate.peer)
-		d.peerSilentFlag.Store(!d.gate.peer && rt.PeerSilent(sl))
-		sl.OnPeerState(func(up bool) {
+		sl.OnPeerState(func(st rt.PeerState) {
 			d.loop.Post(func() {
 				if d.linkPort != p {
 					return
 				}
-				d.gate.peer = up
+				d.setPeer(st)
 				d.gate.apply()
-				d.peerDownFlag.Store(!up)
-				d.peerSilentFlag.Store(!up && rt.PeerSilent(sl))
 				d.syncCarrier()
-				d.log.Printf("port %s: %s", d.cfg.Port, rt.PeerStateWords(sl, up))
+				d.log.Printf("port %s: %s", d.cfg.Port, rt.PeerStateWords(st))
 			})
 		})
+		d.setPeer(sl.PeerState())
 		if d.adminDown {
 			sl.SetState(false)
 		}
@@ -287,4 +283,13 @@ func (d *Daemon) LinkState() (string, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.linkState, d.linkErr
+}
+
+// setPeer records the far end's state as the link shows it: the gate
+// holds transmission while it is down; status reads the flags. Loop
+// goroutine.
+func (d *Daemon) setPeer(st rt.PeerState) {
+	d.gate.peer = st.Up
+	d.peerDownFlag.Store(!st.Up)
+	d.peerSilentFlag.Store(!st.Up && st.Silent)
 }

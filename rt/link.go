@@ -50,46 +50,37 @@ type Waiter interface {
 
 // StateLink is a link that carries both ends' link state, as a cable's
 // carrier does: a ring link over its socket (Shm), a UDP link in its
-// keepalives (UDP). SetState announces this end set up or down; PeerUp is
-// what the peer last showed; OnPeerState hears every change from then on.
+// keepalives (UDP). SetState announces this end set up or down; PeerState
+// is what the peer shows now; OnPeerState hears every change from then on
+// (register it first, then read PeerState, and no change is missed).
 type StateLink interface {
 	Link
 	SetState(up bool) error
-	PeerUp() bool
-	OnPeerState(fn func(up bool))
+	PeerState() PeerState
+	OnPeerState(fn func(PeerState))
 }
 
-// PeerLoser is a StateLink that can also lose its peer to silence (UDP):
-// PeerLost tells a silent peer from one that set its end down.
-type PeerLoser interface {
-	PeerLost() bool
+// PeerState is the far end of a link as this end sees it.
+type PeerState struct {
+	// Up: the peer is there and did not set its end down.
+	Up bool
+	// Silent: nothing was heard from the peer for a while (a UDP link's
+	// keepalive timeout), or ever; Up is then false.
+	Silent bool
 }
 
 var (
 	_ StateLink = (*Shm)(nil)
 	_ StateLink = (*UDP)(nil)
-	_ PeerLoser = (*UDP)(nil)
 )
 
-// PeerStateWords says what a StateLink's peer did when it showed up, for
-// a log line.
-func PeerStateWords(sl StateLink, up bool) string {
-	word := "down"
-	if up {
-		word = "up"
-	}
-	_, ok := sl.(PeerLoser)
+// PeerStateWords says what a link's peer did to show st, for a log line.
+func PeerStateWords(st PeerState) string {
 	switch {
-	case !up && PeerSilent(sl):
-		return "the peer is silent (no keepalive for " + UDPDeadAfter.String() + "): link down"
-	case ok:
-		return "the peer's end of the link is " + word
+	case st.Silent:
+		return "the peer is silent (nothing heard for " + UDPDeadAfter.String() + "): link down"
+	case st.Up:
+		return "the peer's end of the link is up"
 	}
-	return "the peer set its end of the link " + word
-}
-
-// PeerSilent reports whether sl lost its peer to silence (PeerLoser).
-func PeerSilent(sl StateLink) bool {
-	pl, ok := sl.(PeerLoser)
-	return ok && pl.PeerLost()
+	return "the peer's end of the link is down"
 }

@@ -41,7 +41,7 @@ type Shm struct {
 	// peerDown is the state the peer last announced (SetState); onPeer,
 	// if set, hears each announcement.
 	peerDown atomic.Bool
-	onPeer   atomic.Pointer[func(up bool)]
+	onPeer   atomic.Pointer[func(PeerState)]
 	watchWG  sync.WaitGroup
 
 	rmu, wmu sync.Mutex
@@ -440,7 +440,7 @@ func (s *Shm) watch() {
 			up := msg == shmStateUp
 			s.peerDown.Store(!up)
 			if fn := s.onPeer.Load(); fn != nil {
-				(*fn)(up)
+				(*fn)(PeerState{Up: up})
 			}
 			continue
 		}
@@ -671,7 +671,11 @@ func (s *Shm) SetState(up bool) error {
 // otherwise.
 func (s *Shm) PeerUp() bool { return !s.peerDown.Load() }
 
+// PeerState implements StateLink: a ring link's peer is never silent (its
+// death closes the socket, which ends the link).
+func (s *Shm) PeerState() PeerState { return PeerState{Up: s.PeerUp()} }
+
 // OnPeerState sets fn to hear every state the peer announces from now on,
 // on the goroutine that watches the link (fn must not block). An
-// announcement before it was set is in PeerUp.
-func (s *Shm) OnPeerState(fn func(up bool)) { s.onPeer.Store(&fn) }
+// announcement before it was set is in PeerState.
+func (s *Shm) OnPeerState(fn func(PeerState)) { s.onPeer.Store(&fn) }

@@ -597,7 +597,7 @@ func TestShmPeerState(t *testing.T) {
 	defer a.Close()
 	defer b.Close()
 	heard := make(chan bool, 4)
-	b.OnPeerState(func(up bool) { heard <- up })
+	b.OnPeerState(func(st PeerState) { heard <- st.Up })
 	if !b.PeerUp() {
 		t.Fatal("a new link's peer is not up")
 	}

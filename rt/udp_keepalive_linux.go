@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A UDP link has no carrier: a peer that died, a machine that went away or
@@ -18,6 +20,8 @@ import (
 // until it is heard again, as a PHY that lost its signal. The keepalive
 // also carries the peer's administrative state (SetState), as a ring link's
 // socket does, so a port set down by hand takes the far end down too.
+// Both ends must send keepalives: a peer that predates them is lost
+// whenever it sends nothing for UDPDeadAfter.
 const (
 	UDPHelloInterval = 250 * time.Millisecond
 	UDPDeadAfter     = time.Second
@@ -52,75 +56,90 @@ func parseUDPHello(b []byte) (ok, up bool) {
 
 // udpPeer is a UDP link's view of its peer: when it was last heard, what
 // it last announced, and the keepalive goroutine.
+//
+// Locks: mu guards the state; cbMu is taken before mu by whatever changes
+// the state, and held while the callback runs, so callbacks come in the
+// order of the changes. The callback runs outside mu: SetState and
+// PeerState take mu only, so a callback that blocks (a daemon loop's full
+// queue) cannot stall the loop that calls them.
 type udpPeer struct {
 	start     time.Time
-	lastHeard atomic.Int64 // since start, ns; 0: never heard
+	lastHeard atomic.Int64 // since start, ns, |1; 0: never heard
 	lost      atomic.Bool  // not heard for deadAfter (or never)
 	interval  atomic.Int64 // ns
 	deadAfter atomic.Int64 // ns
+	silences  atomic.Uint64
 
-	mu       sync.Mutex // orders the reported state and its callbacks
-	reported bool       // the state OnPeerState's callback last heard
-	peerDown bool       // the peer's last announcement: set down
-	adminUp  bool       // ours, sent in every keepalive
-	onPeer   func(up bool)
+	cbMu     sync.Mutex
+	mu       sync.Mutex
+	reported PeerState // what the callback last heard (or was registered against)
+	peerDown bool      // the peer's last announcement: set down
+	adminUp  bool      // ours, sent in every keepalive
+	onPeer   func(PeerState)
+	started  bool
+	closed   bool
 
-	kick    chan struct{} // send a keepalive now
-	quit    chan struct{}
-	wg      sync.WaitGroup
-	started bool
+	kick chan struct{} // send a keepalive now
+	quit chan struct{}
+	wg   sync.WaitGroup
 }
 
 func (p *udpPeer) init() {
 	p.start = time.Now()
 	p.lost.Store(true)
 	p.adminUp = true
+	p.reported = PeerState{Silent: true}
 	p.interval.Store(int64(UDPHelloInterval))
 	p.deadAfter.Store(int64(UDPDeadAfter))
 	p.kick = make(chan struct{}, 1)
 	p.quit = make(chan struct{})
 }
 
-// up is the state the link shows: the peer heard lately and not set down.
-// Called with mu held.
-func (p *udpPeer) upLocked() bool { return !p.lost.Load() && !p.peerDown }
+// stateLocked is the state the link shows. Called with mu held.
+func (p *udpPeer) stateLocked() PeerState {
+	lost := p.lost.Load()
+	return PeerState{Up: !lost && !p.peerDown, Silent: lost}
+}
 
-// reportLocked tells the callback when the shown state changed.
-func (p *udpPeer) reportLocked() {
-	if up := p.upLocked(); up != p.reported {
-		p.reported = up
-		if p.onPeer != nil {
-			p.onPeer(up)
-		}
+// update changes the state with fn (under mu) and tells the callback
+// when what the link shows changed.
+func (p *udpPeer) update(fn func()) {
+	p.cbMu.Lock()
+	defer p.cbMu.Unlock()
+	p.mu.Lock()
+	fn()
+	st := p.stateLocked()
+	changed, cb := st != p.reported, p.onPeer
+	p.reported = st
+	p.mu.Unlock()
+	if changed && cb != nil {
+		cb(st)
 	}
 }
 
-// heard records a datagram from the peer (Read's goroutine): cheap when the
-// peer was already alive.
-func (u *UDP) heard() {
+// heard records a batch of datagrams from the peer (Read's goroutine),
+// once per batch so that a peer first heard in a keepalive that says it
+// is set down never shows up for a moment: hello says whether the batch
+// held a keepalive, up what the last one announced. Cheap when the peer
+// was already alive and only frames came.
+func (u *UDP) heard(hello, up bool) {
 	p := &u.peer
 	p.lastHeard.Store(int64(time.Since(p.start)) | 1)
-	if !p.lost.Load() {
+	if !hello && !p.lost.Load() {
 		return
 	}
-	p.mu.Lock()
-	wasLost := p.lost.Swap(false)
-	p.reportLocked()
-	p.mu.Unlock()
+	wasLost := false
+	p.update(func() {
+		wasLost = p.lost.Swap(false)
+		if hello {
+			p.peerDown = !up
+		}
+	})
 	if wasLost {
 		// Answer at once, so the far end need not wait an interval to
 		// hear that we are here too.
 		u.kickHello()
 	}
-}
-
-// heardHello records the state a keepalive announced.
-func (u *UDP) heardHello(up bool) {
-	p := &u.peer
-	p.mu.Lock()
-	p.peerDown = !up
-	p.reportLocked()
-	p.mu.Unlock()
 }
 
 func (u *UDP) kickHello() {
@@ -130,12 +149,13 @@ func (u *UDP) kickHello() {
 	}
 }
 
-// startKeepalive starts the keepalive goroutine once the peer is known.
+// startKeepalive starts the keepalive goroutine once the peer is known;
+// not after Close.
 func (u *UDP) startKeepalive() {
 	p := &u.peer
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.started {
+	if p.started || p.closed {
 		return
 	}
 	p.started = true
@@ -160,19 +180,20 @@ func (u *UDP) keepalive() {
 		case <-p.quit:
 			return
 		}
+		if last := p.lastHeard.Load(); !p.lost.Load() && time.Since(p.start)-time.Duration(last) > time.Duration(p.deadAfter.Load()) && !u.rxPending() {
+			p.update(func() {
+				p.lost.Store(true)
+				if p.lastHeard.Load() != last {
+					// heard raced us: it stored its time before it
+					// looked at lost, so the peer is alive after all.
+					p.lost.Store(false)
+					return
+				}
+				p.silences.Add(1)
+			})
+		}
 		p.mu.Lock()
 		hello := udpHello(p.adminUp)
-		if last := p.lastHeard.Load(); !p.lost.Load() && time.Since(p.start)-time.Duration(last) > time.Duration(p.deadAfter.Load()) {
-			p.lost.Store(true)
-			if p.lastHeard.Load() != last {
-				// heard raced us: it stored its time before it
-				// looked at lost, so the peer is alive after all.
-				p.lost.Store(false)
-			} else {
-				u.Silences.Add(1)
-				p.reportLocked()
-			}
-		}
 		p.mu.Unlock()
 		// A peer not up yet refuses it (ECONNREFUSED): as a frame
 		// into a dead wire, nothing to do.
@@ -183,10 +204,19 @@ func (u *UDP) keepalive() {
 	}
 }
 
-// SetKeepalive changes the keepalive's interval and the silence after
+// rxPending reports whether datagrams wait in the socket unread: then the
+// peer spoke and our reader is late (a stalled process, a busy loop), and
+// the silence is ours, not the peer's.
+func (u *UDP) rxPending() bool {
+	n := 0
+	_ = u.rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+	return n > 0
+}
+
+// setKeepalive changes the keepalive's interval and the silence after
 // which the peer is lost (UDPHelloInterval and UDPDeadAfter by default;
 // tests shorten them). deadAfter should be several intervals.
-func (u *UDP) SetKeepalive(interval, deadAfter time.Duration) {
+func (u *UDP) setKeepalive(interval, deadAfter time.Duration) {
 	u.peer.interval.Store(int64(interval))
 	u.peer.deadAfter.Store(int64(deadAfter))
 	u.kickHello()
@@ -202,31 +232,37 @@ func (u *UDP) SetState(up bool) error {
 	return nil
 }
 
-// PeerUp reports whether the peer was heard within the keepalive's
-// silence and did not announce its end down. False until it is first
-// heard.
-func (u *UDP) PeerUp() bool {
+// PeerState reports whether the peer was heard within the keepalive's
+// silence and did not announce its end down. Down and silent until it is
+// first heard.
+func (u *UDP) PeerState() PeerState {
 	u.peer.mu.Lock()
 	defer u.peer.mu.Unlock()
-	return u.peer.upLocked()
+	return u.peer.stateLocked()
 }
 
-// PeerLost reports whether the peer is silent: never heard, or not for
-// the keepalive's silence.
-func (u *UDP) PeerLost() bool { return u.peer.lost.Load() }
-
-// OnPeerState sets fn to hear every change of PeerUp from now on (fn must
-// not block and must not call back into the link). The state before it
-// was set is in PeerUp.
-func (u *UDP) OnPeerState(fn func(up bool)) {
-	u.peer.mu.Lock()
-	u.peer.onPeer = fn
-	u.peer.reported = u.peer.upLocked()
-	u.peer.mu.Unlock()
+// OnPeerState sets fn to hear every change of PeerState from now on, in
+// order, on the goroutine that saw it (the reader or the keepalive). fn
+// may block, but must not call back into the link. Register before
+// reading PeerState: a change between the two is then heard.
+func (u *UDP) OnPeerState(fn func(PeerState)) {
+	p := &u.peer
+	p.cbMu.Lock()
+	defer p.cbMu.Unlock()
+	p.mu.Lock()
+	p.onPeer = fn
+	p.reported = p.stateLocked()
+	p.mu.Unlock()
 }
 
-// stopKeepalive ends the keepalive goroutine (Close).
+// stopKeepalive ends the keepalive goroutine (Close). Close must not be
+// called from a goroutine a callback could be waiting for: the keepalive
+// may be in one.
 func (u *UDP) stopKeepalive() {
-	close(u.peer.quit)
-	u.peer.wg.Wait()
+	p := &u.peer
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	close(p.quit)
+	p.wg.Wait()
 }

@@ -23,8 +23,8 @@ func newUDPEnd(t *testing.T, local netip.AddrPort) *udpEnd {
 		t.Fatal(err)
 	}
 	e := &udpEnd{u: u, frames: make(chan []byte, 64), states: make(chan bool, 64)}
-	u.SetKeepalive(10*time.Millisecond, 500*time.Millisecond)
-	u.OnPeerState(func(up bool) { e.states <- up })
+	u.setKeepalive(10*time.Millisecond, 500*time.Millisecond)
+	u.OnPeerState(func(st PeerState) { e.states <- st.Up })
 	go func() {
 		bufs := [][]byte{make([]byte, 2048), make([]byte, 2048)}
 		sizes := make([]int, 2)
@@ -49,8 +49,8 @@ func (e *udpEnd) want(t *testing.T, up bool, why string) {
 		if got != up {
 			t.Fatalf("%s: peer state %v, want %v", why, got, up)
 		}
-		if e.u.PeerUp() != up {
-			t.Fatalf("%s: PeerUp %v after the callback said %v", why, e.u.PeerUp(), up)
+		if e.u.PeerState().Up != up {
+			t.Fatalf("%s: PeerState %+v after the callback said %v", why, e.u.PeerState(), up)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s: no peer state change (want %v)", why, up)
@@ -65,8 +65,8 @@ func (e *udpEnd) want(t *testing.T, up bool, why string) {
 func TestUDPKeepalive(t *testing.T) {
 	lo := netip.MustParseAddrPort("127.0.0.1:0")
 	a, b := newUDPEnd(t, lo), newUDPEnd(t, lo)
-	if a.u.PeerUp() || !a.u.PeerLost() {
-		t.Fatal("a peer never heard is up")
+	if st := a.u.PeerState(); st.Up || !st.Silent {
+		t.Fatalf("a peer never heard: %+v", st)
 	}
 	if err := a.u.Connect(b.u.LocalAddr()); err != nil {
 		t.Fatal(err)
@@ -92,8 +92,8 @@ func TestUDPKeepalive(t *testing.T) {
 
 	b.u.SetState(false)
 	a.want(t, false, "b set its end down")
-	if a.u.PeerLost() {
-		t.Fatal("a peer that set its end down is alive, not lost")
+	if a.u.PeerState().Silent {
+		t.Fatal("a peer that set its end down is alive, not silent")
 	}
 	b.u.SetState(true)
 	a.want(t, true, "b set its end up")
@@ -101,8 +101,8 @@ func TestUDPKeepalive(t *testing.T) {
 	addr := b.u.LocalAddr()
 	b.u.Close()
 	a.want(t, false, "b closed")
-	if !a.u.PeerLost() || a.u.Silences.Load() != 1 {
-		t.Fatalf("after b's silence: lost %v, silences %d", a.u.PeerLost(), a.u.Silences.Load())
+	if !a.u.PeerState().Silent || a.u.peer.silences.Load() != 1 {
+		t.Fatalf("after b's silence: %+v, silences %d", a.u.PeerState(), a.u.peer.silences.Load())
 	}
 	c := newUDPEnd(t, addr)
 	if err := c.u.Connect(a.u.LocalAddr()); err != nil {
@@ -115,6 +115,95 @@ func TestUDPKeepalive(t *testing.T) {
 	for _, e := range []*udpEnd{a, b, c} {
 		if len(e.frames) != 0 {
 			t.Fatalf("%d datagrams handed to the reader as frames", len(e.frames))
+		}
+	}
+}
+
+// TestUDPNoFlapOnFirstDownHello: a peer first heard in a keepalive that
+// says it is set down shows down, never up for a moment.
+func TestUDPNoFlapOnFirstDownHello(t *testing.T) {
+	lo := netip.MustParseAddrPort("127.0.0.1:0")
+	for i := range 20 {
+		a, b := newUDPEnd(t, lo), newUDPEnd(t, lo)
+		b.u.SetState(false)
+		if err := b.u.Connect(a.u.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.u.Connect(b.u.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		// b hears a (up) and a hears b: wait for b's side, then look at a's.
+		b.want(t, true, "a is up")
+		for deadline := time.After(50 * time.Millisecond); ; {
+			select {
+			case up := <-a.states:
+				if up {
+					t.Fatalf("round %d: a peer heard first in a keepalive saying down showed up", i)
+				}
+				continue
+			case <-deadline:
+			}
+			break
+		}
+		if st := a.u.PeerState(); st.Up || st.Silent {
+			t.Fatalf("round %d: %+v, want down and heard", i, st)
+		}
+		a.u.Close()
+		b.u.Close()
+	}
+}
+
+// TestUDPCallbackDoesNotBlockState: a callback that blocks (a daemon
+// loop's full queue) holds up neither SetState nor PeerState, which that
+// loop calls.
+func TestUDPCallbackDoesNotBlockState(t *testing.T) {
+	lo := netip.MustParseAddrPort("127.0.0.1:0")
+	a, b := newUDPEnd(t, lo), newUDPEnd(t, lo)
+	release := make(chan struct{})
+	defer close(release)
+	a.u.OnPeerState(func(PeerState) { <-release })
+	if err := a.u.Connect(b.u.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.u.Connect(a.u.LocalAddr()); err != nil {
+		t.Fatal(err)
+	}
+	b.want(t, true, "a is up") // a heard b too, and its callback now blocks
+	done := make(chan struct{})
+	go func() {
+		a.u.SetState(false)
+		a.u.PeerState()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("SetState or PeerState waited for a blocked callback")
+	}
+}
+
+// TestUDPCloseRacesConnect: Close while Connect starts the keepalives
+// leaves no goroutine behind (and no WaitGroup misuse under -race).
+func TestUDPCloseRacesConnect(t *testing.T) {
+	peer, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	for range 500 {
+		u, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { u.Connect(peer.LocalAddr()); close(done) }()
+		u.Close()
+		<-done
+		u.peer.mu.Lock()
+		started, closed := u.peer.started, u.peer.closed
+		u.peer.mu.Unlock()
+		if started && !closed {
+			t.Fatal("keepalive started after Close")
 		}
 	}
 }

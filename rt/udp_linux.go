@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -25,10 +24,6 @@ type UDP struct {
 	local netip.AddrPort
 	peer  udpPeer // keepalives and the peer's state (udp_keepalive_linux.go)
 	once  sync.Once
-
-	// Silences counts the times the peer went unheard for the keepalive's
-	// silence and the link went down.
-	Silences atomic.Uint64
 }
 
 var _ Link = (*UDP)(nil)
@@ -130,11 +125,9 @@ func (u *UDP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n > 0 {
-			u.heard()
-		}
 		k := 0
 		var errOut error
+		hello, helloUp := false, false
 		for i := 0; i < n; i++ {
 			if sizes[i] < 0 {
 				errOut = ErrFrameTooLarge
@@ -145,7 +138,7 @@ func (u *UDP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 			}
 			if sizes[i] == udpHelloLen {
 				if ok, up := parseUDPHello(bufs[i][offset : offset+udpHelloLen]); ok {
-					u.heardHello(up)
+					hello, helloUp = true, up
 					continue
 				}
 			}
@@ -154,6 +147,9 @@ func (u *UDP) Read(bufs [][]byte, sizes []int, offset int) (int, error) {
 				sizes[k] = sizes[i]
 			}
 			k++
+		}
+		if n > 0 {
+			u.heard(hello, helloUp)
 		}
 		if k > 0 || errOut != nil {
 			return k, errOut

@@ -579,25 +579,26 @@ func (d *Daemon) attachLoop(p *swPort, link rt.Link) (*rt.Port, error) {
 	p.resetHold()
 	p.direct = p.bind.Kind == TAPLink
 	p.connected = true
-	p.stateLink, p.peerDown, p.peerSilent = nil, false, false
+	p.stateLink = nil
+	p.setPeer(rt.PeerState{Up: true})
 	if sl, ok := link.(rt.StateLink); ok {
 		// The far end's link state (an emunic set down by hand, a UDP
 		// peer gone silent) and ours travel on the link, as a cable's
 		// carrier: a ring link's socket, a UDP link's keepalives. On IB
 		// the port then goes Down and, back, Init at once (the SMA sees
 		// it: switchcore SetPortUp), and the subnet manager activates it.
-		p.stateLink, p.peerDown = sl, !sl.PeerUp()
-		p.peerSilent = p.peerDown && rt.PeerSilent(sl)
-		sl.OnPeerState(func(up bool) {
+		// The callback first, then the state: no change falls between.
+		p.stateLink = sl
+		sl.OnPeerState(func(st rt.PeerState) {
 			d.loop.Post(func() {
 				if p.tr == tp {
-					p.peerDown = !up
-					p.peerSilent = !up && rt.PeerSilent(sl)
+					p.setPeer(st)
 					p.syncUp()
-					d.log.Printf("port %s: %s", p.name, rt.PeerStateWords(sl, up))
+					d.log.Printf("port %s: %s", p.name, rt.PeerStateWords(st))
 				}
 			})
 		})
+		p.setPeer(sl.PeerState())
 		if !p.adminUp {
 			sl.SetState(false)
 		}

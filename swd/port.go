@@ -135,6 +135,11 @@ func (p *swPort) transport() trStats {
 	return s
 }
 
+// setPeer records the far end's state as its link shows it.
+func (p *swPort) setPeer(st rt.PeerState) {
+	p.peerDown, p.peerSilent = !st.Up, !st.Up && st.Silent
+}
+
 // up is the state the switch engine sees: administratively up and a peer
 // attached.
 func (p *swPort) up() bool { return p.adminUp && p.connected && !p.peerDown }

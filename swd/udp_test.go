@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func TestUDPPortLiveness(t *testing.T) {
 		}
 		o.Ports = append(o.Ports, b)
 	}
-	var logBuf bytes.Buffer
+	var logBuf syncBuffer // the daemon writes while the test reads
 	d, err := New(o, &logBuf)
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +104,13 @@ func TestUDPPortLiveness(t *testing.T) {
 	// Set down by hand: the peer hears it in the next keepalive.
 	var st StatusResponse
 	td.call(t, Request{Op: "link", Port: "p2", State: "down"}, &st)
-	waitFor(t, "the peer to hear p2 down", func() bool { return !peer.PeerUp() && !peer.PeerLost() })
+	waitFor(t, "the peer to hear p2 down", func() bool { st := peer.PeerState(); return !st.Up && !st.Silent })
 	time.Sleep(rt.UDPDeadAfter + 500*time.Millisecond)
-	if s := p2(); s.PeerSilent || s.PeerDown || peer.PeerLost() {
-		t.Fatalf("keepalives stopped while p2 was set down: %+v, the peer lost %v", s, peer.PeerLost())
+	if s := p2(); s.PeerSilent || s.PeerDown || peer.PeerState().Silent {
+		t.Fatalf("keepalives stopped while p2 was set down: %+v, the peer %+v", s, peer.PeerState())
 	}
 	td.call(t, Request{Op: "link", Port: "p2", State: "up"}, &st)
-	waitFor(t, "the peer to hear p2 up", func() bool { return peer.PeerUp() })
+	waitFor(t, "the peer to hear p2 up", func() bool { return peer.PeerState().Up })
 
 	// The peer dies: silence, then down.
 	peer.Close()
@@ -119,7 +120,7 @@ func TestUDPPortLiveness(t *testing.T) {
 	if n := td.counters(t, "p2")["link_down_events_phy"]; n != 2 {
 		t.Errorf("link_down_events_phy %d, want 2 (set down by hand, then the silence)", n)
 	}
-	if !bytes.Contains(logBuf.Bytes(), []byte("port p2: the peer is silent")) {
+	if !strings.Contains(logBuf.String(), "port p2: the peer is silent") {
 		t.Errorf("the log does not say the peer went silent")
 	}
 
