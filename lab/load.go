@@ -83,8 +83,15 @@ func (d *decoder) read(data []byte) (map[string]any, bool) {
 	d.pos = ix
 
 	// Mapping keys must stay distinct once viper folds them to lower case.
+	// A repeated key is reported and dropped (the first one stays), and the
+	// rest of the file is still read, so that its other problems come in
+	// the same run.
 	if !d.checkFoldedKeys(&doc) {
-		return nil, false
+		clean, err := yaml.Marshal(&doc)
+		if err != nil {
+			return nil, false
+		}
+		data = clean
 	}
 
 	// A key delimiter no lab file uses: node names and SONiC table names
@@ -125,8 +132,9 @@ func (d *decoder) checkFoldedKeys(doc *yaml.Node) bool {
 		switch n.Kind {
 		case yaml.MappingNode:
 			seen := make(map[string]*yaml.Node)
+			kept := n.Content[:0]
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				k := n.Content[i]
+				k, v := n.Content[i], n.Content[i+1]
 				low := strings.ToLower(k.Value)
 				if prev, dup := seen[low]; dup && k.Tag != "!!merge" {
 					msg := fmt.Sprintf("key %q repeats line %d", k.Value, prev.Line)
@@ -135,10 +143,13 @@ func (d *decoder) checkFoldedKeys(doc *yaml.Node) bool {
 					}
 					d.errs = append(d.errs, &FieldError{File: d.file, Line: k.Line, Field: join(path, k.Value), Msg: msg})
 					ok = false
+					continue // dropped: the first one stays
 				}
 				seen[low] = k
-				walk(n.Content[i+1], depth+1, join(path, k.Value))
+				walk(v, depth+1, join(path, k.Value))
+				kept = append(kept, k, v)
 			}
+			n.Content = kept
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
 				walk(c, depth+1, fmt.Sprintf("%s[%d]", path, i))

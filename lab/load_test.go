@@ -365,3 +365,51 @@ traffic:
 		t.Errorf("errors:\n%s", all)
 	}
 }
+
+// TestParseGoesOnAfterRepeatedKey: a repeated key is reported and the rest
+// of the file is still read (the first of the two keys stays), so its
+// other problems come in the same run, at their own lines; anchors and
+// merge keys survive.
+func TestParseGoesOnAfterRepeatedKey(t *testing.T) {
+	src := `name: t
+topology:
+  defaults: {rate: 100G}
+  nodes:
+    sw1: {kind: switch}
+    h1: &nic {kind: nic}
+    h2: {<<: *nic}
+    h2: {kind: switch}
+    h3: *nic
+  links:
+    - endpoints: ["h1:eth0", "sw1:p1"]
+    - endpoints: ["h2:eth0", "sw1:p2"]
+traffic:
+  - {src: h1, dst: h2, kind: rdma_write, size: 64K}
+`
+	_, err := Parse("t.yaml", []byte(src))
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("error %v", err)
+	}
+	var msgs []string
+	for _, e := range list {
+		msgs = append(msgs, e.Error())
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{`t.yaml:8: topology.nodes.h2: key "h2" repeats line 7`,
+		`t.yaml:14: traffic[0].size: size "64K": ambiguous unit "K"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors lack %q:\n%s", want, all)
+		}
+	}
+	// Fixed, the file loads, with the anchors as written.
+	spec, err := Parse("t.yaml", []byte(strings.Replace(strings.Replace(src, "    h2: {kind: switch}\n", "", 1), "64K", "64KiB", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"h2", "h3"} {
+		if n := spec.Node(name); n == nil || n.Kind != KindNIC {
+			t.Errorf("%s: %+v", name, n)
+		}
+	}
+}
