@@ -53,19 +53,8 @@ Exit status 0 when every file is good, 2 when any file has a problem.`,
 // stdout. It says whether the file is good.
 func checkFile(stdout, stderr io.Writer, file string, mode lab.HostMode) bool {
 	spec, err := lab.Load(file)
-	if err != nil {
-		var list lab.ErrorList
-		if errors.As(err, &list) {
-			for _, e := range list {
-				fmt.Fprintln(stderr, e)
-			}
-		} else {
-			fmt.Fprintf(stderr, "%s: %v\n", file, err)
-		}
+	if n := printLabLoad(stderr, file, spec, err); n > 0 {
 		return false
-	}
-	for _, w := range spec.Warnings {
-		fmt.Fprintf(stderr, "%s (warning)\n", w)
 	}
 	c, err := lab.Check(spec, mode)
 	if err != nil {

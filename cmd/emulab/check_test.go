@@ -1,38 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 // runCheckCmd runs "emulab check ARGS" with its flags at their defaults.
 func runCheckCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	c, _, ferr := rootCmd.Find([]string{"check"})
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	c.Flags().VisitAll(func(f *pflag.Flag) {
-		f.Value.Set(f.DefValue)
-		f.Changed = false
-	})
-	var out, errb bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&errb)
-	rootCmd.SetArgs(append([]string{"check"}, args...))
-	defer func() {
-		rootCmd.SetArgs(nil)
-		rootCmd.SetOut(nil)
-		rootCmd.SetErr(nil)
-	}()
-	err = rootCmd.Execute()
-	return out.String(), errb.String(), err
+	return runSubcommand(t, "check", args...)
 }
 
 // TestCheck: a good file is summarised as up would build it; a file with

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
 	"github.com/emufabric/emufabric/wire/capture"
 	"github.com/emufabric/emufabric/zoo"
 )
@@ -27,6 +29,38 @@ func run(t *testing.T, args ...string) (string, error) {
 	}()
 	err := rootCmd.Execute()
 	return out.String(), err
+}
+
+// runSubcommand runs "emulab NAME ARGS" with the flags of NAME (its own,
+// its persistent ones and its subcommands') back at their defaults: cobra
+// keeps flag values between Execute calls of the same command tree. It
+// returns standard output and standard error apart.
+func runSubcommand(t *testing.T, name string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	c, _, ferr := rootCmd.Find([]string{name})
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	reset := func(f *pflag.Flag) {
+		f.Value.Set(f.DefValue)
+		f.Changed = false
+	}
+	c.Flags().VisitAll(reset)
+	c.PersistentFlags().VisitAll(reset)
+	for _, sc := range c.Commands() {
+		sc.Flags().VisitAll(reset)
+	}
+	var out, errb bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&errb)
+	rootCmd.SetArgs(append([]string{name}, args...))
+	defer func() {
+		rootCmd.SetArgs(nil)
+		rootCmd.SetOut(nil)
+		rootCmd.SetErr(nil)
+	}()
+	err = rootCmd.Execute()
+	return out.String(), errb.String(), err
 }
 
 // readAll returns the records of a capture file.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -182,21 +181,7 @@ func runIBLive(cmd *cobra.Command, what, name string, fl *ibFlags) error {
 // loadLab loads a lab file, printing its problems and warnings as emulab
 // sim does.
 func loadLab(cmd *cobra.Command, file string) (*lab.Spec, error) {
-	spec, err := lab.Load(file)
-	if err != nil {
-		var list lab.ErrorList
-		if errors.As(err, &list) {
-			for _, e := range list {
-				fmt.Fprintln(cmd.ErrOrStderr(), e)
-			}
-			return nil, &exitError{code: exitBadLabFile, err: fmt.Errorf("%s: %d problem(s); nothing was run", file, len(list))}
-		}
-		return nil, &exitError{code: exitBadLabFile, err: err}
-	}
-	for _, w := range spec.Warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "%s (warning)\n", w)
-	}
-	return spec, nil
+	return loadLabFor(file, cmd.ErrOrStderr(), "nothing was run")
 }
 
 // sweepIB builds the lab without its traffic and link schedules, runs

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/switchcore"
@@ -21,29 +18,7 @@ var updateIB = flag.Bool("update-ib", false, "rewrite testdata/ib golden files")
 // and returns standard output and standard error apart.
 func runIBCmd(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	ib, _, ferr := rootCmd.Find([]string{"ib"})
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	reset := func(f *pflag.Flag) {
-		f.Value.Set(f.DefValue)
-		f.Changed = false
-	}
-	ib.PersistentFlags().VisitAll(reset)
-	for _, c := range ib.Commands() {
-		c.Flags().VisitAll(reset)
-	}
-	var out, errb bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&errb)
-	rootCmd.SetArgs(append([]string{"ib"}, args...))
-	defer func() {
-		rootCmd.SetArgs(nil)
-		rootCmd.SetOut(nil)
-		rootCmd.SetErr(nil)
-	}()
-	err = rootCmd.Execute()
-	return out.String(), errb.String(), err
+	return runSubcommand(t, "ib", args...)
 }
 
 // TestIBGolden pins the infiniband-diags-shaped output of both IB

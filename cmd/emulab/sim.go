@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,19 +73,9 @@ exits with status 2; a run that cannot be built or ends early exits with 1.`,
 
 func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	spec, err := lab.Load(file)
+	spec, err := loadLabFor(file, stderr, "nothing was run")
 	if err != nil {
-		var list lab.ErrorList
-		if errors.As(err, &list) {
-			for _, e := range list {
-				fmt.Fprintln(stderr, e)
-			}
-			return &exitError{code: exitBadLabFile, err: fmt.Errorf("%s: %d problem(s); nothing was run", file, len(list))}
-		}
-		return &exitError{code: exitBadLabFile, err: err}
-	}
-	for _, w := range spec.Warnings {
-		fmt.Fprintf(stderr, "%s (warning)\n", w)
+		return err
 	}
 
 	seed := spec.Sim.Seed

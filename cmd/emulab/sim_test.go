@@ -8,27 +8,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/sim"
 	"github.com/emufabric/emufabric/switchcore"
 )
 
-// runSimCmd runs `emulab sim args...` with the sim flags reset first (cobra
-// keeps flag values between Execute calls of the same command tree).
+// runSimCmd runs `emulab sim args...` with the sim flags reset first and
+// returns its standard output followed by its standard error.
 func runSimCmd(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd, _, err := rootCmd.Find([]string{"sim"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		f.Value.Set(f.DefValue)
-		f.Changed = false
-	})
-	return run(t, append([]string{"sim"}, args...)...)
+	out, errOut, err := runSubcommand(t, "sim", args...)
+	return out + errOut, err
 }
 
 func examples(t *testing.T) []string {

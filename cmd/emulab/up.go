@@ -147,24 +147,49 @@ func runUp(cmd *cobra.Command, file string, fl *upFlags) error {
 	return nil
 }
 
-// loadLabFile loads a lab file, printing every problem as file:line:
-// field: message; an invalid file is exit status 2.
+// loadLabFile loads a lab file for up, printing every problem as
+// file:line: field: message; an invalid file is exit status 2.
 func loadLabFile(file string, stderr io.Writer) (*lab.Spec, error) {
+	return loadLabFor(file, stderr, "nothing was created")
+}
+
+// loadLabFor loads a lab file, printing every problem as file:line: field:
+// message and every warning. An invalid file is exit status 2, with an
+// error that counts the problems and ends with outcome.
+func loadLabFor(file string, stderr io.Writer, outcome string) (*lab.Spec, error) {
 	spec, err := lab.Load(file)
-	if err != nil {
-		var list lab.ErrorList
-		if errors.As(err, &list) {
-			for _, e := range list {
-				fmt.Fprintln(stderr, e)
-			}
-			return nil, &exitError{code: exitBadLabFile, err: fmt.Errorf("%s: %d problem(s); nothing was created", file, len(list))}
+	var list lab.ErrorList
+	switch {
+	case errors.As(err, &list):
+		printLabLoad(stderr, file, nil, err)
+		return nil, &exitError{code: exitBadLabFile, err: fmt.Errorf("%s: %d problem(s); %s", file, len(list), outcome)}
+	case err != nil:
+		return nil, &exitError{code: exitBadLabFile, err: fmt.Errorf("%w; %s", err, outcome)}
+	}
+	printLabLoad(stderr, file, spec, nil)
+	return spec, nil
+}
+
+// printLabLoad prints what lab.Load said of file: every problem as
+// file:line: field: message (another error, such as a missing file, after
+// the file's name), or the spec's warnings. It returns how many problems
+// it printed.
+func printLabLoad(stderr io.Writer, file string, spec *lab.Spec, err error) int {
+	var list lab.ErrorList
+	switch {
+	case errors.As(err, &list):
+		for _, e := range list {
+			fmt.Fprintln(stderr, e)
 		}
-		return nil, &exitError{code: exitBadLabFile, err: fmt.Errorf("%w; nothing was created", err)}
+		return len(list)
+	case err != nil:
+		fmt.Fprintf(stderr, "%s: %v\n", file, err)
+		return 1
 	}
 	for _, w := range spec.Warnings {
 		fmt.Fprintf(stderr, "%s (warning)\n", w)
 	}
-	return spec, nil
+	return 0
 }
 
 // withRootHint adds what to do to a permission error: labs need root
