@@ -237,6 +237,14 @@ func (d *decoder) node(s *Spec, e entry) (*Node, []string, nodeQoSSrc) {
 	n := &Node{Name: e.key, Line: d.line(e.path)}
 	v, p, ok := m.get("kind")
 	if !ok {
+		// A misspelt kind is named as such, not only as missing.
+		for _, k := range m.keys {
+			if closest(k, []string{"kind"}) != "" {
+				d.errorf(join(e.path, k), "unknown key %q (did you mean \"kind\"? nic or switch)", k)
+				m.entries()
+				return nil, nil, src
+			}
+		}
 		d.errorf(e.path, "missing key \"kind\" (nic or switch)")
 		m.entries()
 		return nil, nil, src

@@ -56,6 +56,7 @@ func Parse(name string, data []byte) (*Spec, error) {
 		return nil, list
 	}
 	spec.Warnings = d.warns.sortDedup()
+	spec.source = data
 	return spec, nil
 }
 

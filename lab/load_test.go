@@ -118,6 +118,12 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:10: topology.links[1].endpoints[1]: both endpoints are on node "sw1"`},
 		{"typo in key", replace(`delay: 1us`, `delya: 1us`),
 			`t.yaml:3: topology.defaults.delya: unknown key "delya" (did you mean "delay"?)`},
+		{"key cut short", replace(`h1: {kind: nic}`, `h1: {kind: nic, ip: 10.1.1.1}`),
+			`t.yaml:5: topology.nodes.h1.ip: unknown key "ip" (did you mean "ipv4"?)`},
+		{"long key misspelt", replace(`sw1: {kind: switch, ports: 4}`, `sw1: {kind: switch, ports: 4, cut_thru: true}`),
+			`t.yaml:6: topology.nodes.sw1.cut_thru: unknown key "cut_thru" (did you mean "cut_through"?)`},
+		{"kind misspelt", replace(`h1: {kind: nic}`, `h1: {knd: nic}`),
+			`t.yaml:5: topology.nodes.h1.knd: unknown key "knd" (did you mean "kind"? nic or switch)`},
 		{"unknown top key", replace(`sim: {duration: 1ms}`, `simulation: {duration: 1ms}`),
 			`t.yaml:21: simulation: unknown key "simulation" (known keys: name, fabric, topology, qos, ib, dcqcn, traffic, sim, time_dilation)`},
 		{"time_dilation zero", replace(`name: t1`, "name: t1\ntime_dilation: 0"),
@@ -214,7 +220,7 @@ func TestParseErrors(t *testing.T) {
 		{"mtu out of range", replace(`mtu: 4200}`, `mtu: 10000}`),
 			`t.yaml:3: topology.defaults.mtu: 10000 is out of range [576, 9216]`},
 		{"nic with two links", replace(`    - endpoints: ["h2:eth0", "sw1:p2"]`, `    - endpoints: ["h2:eth0", "sw1:p2"]`+"\n"+`    - endpoints: ["h2:eth1", "sw1:p3"]`),
-			`t.yaml:7: topology.nodes.h2: nic h2 has 2 links; a nic has one port`},
+			`t.yaml:11: topology.links[2].endpoints[0]: nic h2 already has a link (topology.links[1], line 10): a nic has one port`},
 	}
 	// Cases that need more than one edit.
 	for i := range tests {

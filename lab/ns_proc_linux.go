@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,8 @@ type Proc struct {
 	done  chan struct{}
 	err   error // the Wait result, after done is closed
 	once  sync.Once
+	// stopping: Stop was called, so an exit is expected (Lab.Health).
+	stopping atomic.Bool
 }
 
 // Start starts a daemon: its own process group (so signals reach its
@@ -117,6 +120,7 @@ func (p *Proc) Wait() error {
 // is just the signal Stop sent.
 func (p *Proc) Stop(grace time.Duration) error {
 	var err error
+	p.stopping.Store(true)
 	p.once.Do(func() {
 		select {
 		case <-p.done:

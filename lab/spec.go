@@ -24,6 +24,9 @@ type Spec struct {
 	Name string
 	// File is the path the spec was loaded from, for messages.
 	File string
+	// source is the text it was parsed from: Start writes it to a file
+	// for the daemons when File is not one (a spec from Parse).
+	source []byte
 	// Fabric is roce (Ethernet, PFC, ECN) or ib (native InfiniBand,
 	// credits, VL arbitration).
 	Fabric Fabric

@@ -1,6 +1,9 @@
 package lab
 
-import "time"
+import (
+	"net/netip"
+	"time"
+)
 
 // LabInfo is what was built, written to up.json in the state directory
 // for `status`, and printed as a table by `up`.
@@ -28,6 +31,19 @@ type NodeInfo struct {
 	Control   string     `json:"control,omitempty"`
 	Ports     []PortInfo `json:"ports,omitempty"`
 	Iface     *IfaceInfo `json:"iface,omitempty"`
+}
+
+// IP is the host's IPv4 address on its interface (the invalid Addr for a
+// node without one: a switch, a host with no link): what a test pings.
+func (n *NodeInfo) IP() netip.Addr {
+	if n == nil || n.Iface == nil {
+		return netip.Addr{}
+	}
+	p, err := netip.ParsePrefix(n.Iface.Addr)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return p.Addr()
 }
 
 // PortInfo is a connected port: its peer and the transport it is bound to.

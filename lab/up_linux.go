@@ -494,6 +494,30 @@ func (l *Lab) Down() error {
 // Proc is the daemon of node, nil if the node has none (a TAP host).
 func (l *Lab) Proc(node string) *Proc { return l.procs[node] }
 
+// Health reports the lab's daemons that exited without being stopped
+// (Proc.Stop, Down): a crash, a kill -9 from outside. The error names
+// each, with its exit status and the end of its log; nil when every
+// daemon runs.
+func (l *Lab) Health() error {
+	var dead []string
+	for _, n := range l.Spec.Nodes {
+		p := l.procs[n.Name]
+		if p == nil || p.stopping.Load() {
+			continue
+		}
+		select {
+		case <-p.Done():
+			logPath, _ := l.State.LogPath(p.Name)
+			dead = append(dead, fmt.Sprintf("%s of node %s exited during the test (%v); its log ends:\n%s", p.Name, n.Name, p.err, logTail(logPath, 10)))
+		default:
+		}
+	}
+	if len(dead) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(dead, "\n"))
+}
+
 // Namespace is the namespace of node.
 func (l *Lab) Namespace(node string) (string, error) {
 	if l.Spec.Node(node) == nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // TB is what the test helpers need of a test; *testing.T and *testing.B
@@ -27,13 +28,19 @@ type TB interface {
 // when not running as root (CI runs as root). The state directory is a
 // fresh temporary directory, so a test never meets another lab's state;
 // namespaces are global, so concurrent tests need distinct lab names
-// (LoadUnique).
+// (LoadUnique gives each call one). A spec from Parse, whose File is no
+// file, is written to a temporary one for the daemons, which read it.
+//
+// Teardown kills every process in the lab's namespaces, also those the
+// test started there (StartCmd). A daemon that exited during the test
+// fails it, with the end of its log (see Health); a test that stops one
+// on purpose does so with Proc(node).Stop.
 //
 // At most one UpOptions may follow the spec.
 //
 //	spec := lab.LoadUnique(t, "testdata/two-hosts.yaml")
 //	l := lab.Start(t, spec) // or lab.Start(t, spec, lab.UpOptions{Hosts: lab.HostsTAP})
-//	out, err := l.Exec("h1", "ping", "-c", "1", "10.0.0.2")
+//	out, err := l.Exec("h1", "ping", "-c", "1", l.Info.Node("h2").IP().String())
 func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 	t.Helper()
 	var opt UpOptions
@@ -59,11 +66,30 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 	if opt.Progress == nil {
 		opt.Progress = tbWriter{t}
 	}
+	if _, err := os.Stat(spec.File); err != nil && spec.source != nil {
+		dir, err := os.MkdirTemp("", "emulab")
+		if err != nil {
+			t.Fatalf("lab file: %v", err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		name := filepath.Base(spec.File)
+		if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
+			name = spec.Name + ".yaml"
+		}
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, spec.source, 0o600); err != nil {
+			t.Fatalf("lab file: %v", err)
+		}
+		spec.File = p
+	}
 	l, err := Up(context.Background(), spec, opt)
 	if err != nil {
 		t.Fatalf("up %s: %v", spec.File, err)
 	}
 	t.Cleanup(func() {
+		if err := l.Health(); err != nil {
+			t.Errorf("lab %s: %v", spec.Name, err)
+		}
 		if err := l.Down(); err != nil {
 			t.Errorf("down %s: %v", spec.Name, err)
 		}
@@ -107,13 +133,16 @@ func BuildDaemons(t TB) string {
 	return dir
 }
 
+// uniqueCalls counts LoadUnique's calls in this process.
+var uniqueCalls atomic.Uint64
+
 var topNameRE = regexp.MustCompile(`(?m)^name:[ \t]*["']?([A-Za-z0-9_-]+)["']?[ \t]*(#.*)?$`)
 
-// LoadUnique loads the lab file at path under a name unique to this test
-// process (the file's name, shortened, and the pid), from a copy in a
-// temporary directory: labs of tests that run at the same time never
-// share a namespace name. The copy keeps the file's base name, so errors
-// still name it.
+// LoadUnique loads the lab file at path under a name unique to this call
+// (the file's name, shortened, the pid and a count of the process's
+// calls), from a copy in a temporary directory: labs of tests that run at
+// the same time, in one process or several, never share a namespace name.
+// The copy keeps the file's base name, so errors still name it.
 func LoadUnique(t TB, path string) *Spec {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -125,7 +154,7 @@ func LoadUnique(t TB, path string) *Spec {
 		t.Fatalf("%s: no top-level `name:` line", path)
 	}
 	old := string(b[m[2]:m[3]])
-	suffix := strconv.Itoa(os.Getpid() % 100000)
+	suffix := strconv.Itoa(os.Getpid()%100000) + "-" + strconv.FormatUint(uniqueCalls.Add(1), 36)
 	uniq := old
 	if len(uniq) > MaxNameLen-len(suffix) {
 		uniq = uniq[:MaxNameLen-len(suffix)]

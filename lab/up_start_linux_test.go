@@ -3,10 +3,13 @@ package lab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -265,4 +268,74 @@ func TestNamespaceTaken(t *testing.T) {
 		!strings.Contains(err.Error(), "`emulab down --state-dir "+root+" w3`") {
 		t.Errorf("no owner found: %v", err)
 	}
+}
+
+// recordTB is a test whose Errorf is recorded instead of failing it: for
+// checking what Start's cleanup reports.
+type recordTB struct {
+	*testing.T
+	mu   sync.Mutex
+	errs []string
+}
+
+func (r *recordTB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
+
+// TestStartHelperExtras: LoadUnique gives every call its own lab name; a
+// spec from Parse comes up (Start writes its text for the daemons); a
+// host's address is at hand (NodeInfo.IP); a daemon killed from outside
+// fails the test at cleanup with the end of its log (Health), one stopped
+// with Proc.Stop does not.
+func TestStartHelperExtras(t *testing.T) {
+	SkipUnlessRoot(t)
+	a, b := LoadUnique(t, "../examples/two-hosts.yaml"), LoadUnique(t, "../examples/two-hosts.yaml")
+	if a.Name == b.Name {
+		t.Fatalf("two LoadUnique calls gave one name, %s", a.Name)
+	}
+	src, err := os.ReadFile("../examples/two-hosts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Parse("inline.yaml", []byte(strings.Replace(string(src), "name: two-hosts", "name: "+a.Name, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recordTB{}
+	t.Run("killed", func(t *testing.T) {
+		rec.T = t
+		l := Start(rec, spec, UpOptions{Hosts: HostsTAP})
+		ip := l.Info.Node("h2").IP()
+		if !ip.IsValid() || l.Info.Node("sw1").IP().IsValid() {
+			t.Fatalf("h2's address %v, sw1's %v", ip, l.Info.Node("sw1").IP())
+		}
+		if out, err := l.Exec("h1", "ping", "-c", "1", "-w", "10", ip.String()); err != nil {
+			t.Fatalf("ping %s: %v\n%s", ip, err, out)
+		}
+		if err := l.Health(); err != nil {
+			t.Fatalf("Health of a running lab: %v", err)
+		}
+		p := l.Proc("sw1")
+		if err := syscall.Kill(p.Pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-p.Done()
+		if err := l.Health(); err == nil || !strings.Contains(err.Error(), "emuswitch-sw1 of node sw1 exited during the test (signal: killed)") || !strings.Contains(err.Error(), "its log ends:") {
+			t.Errorf("Health after kill -9: %v", err)
+		}
+	})
+	if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], "exited during the test") {
+		t.Errorf("cleanup reported %q, want the daemon that exited", rec.errs)
+	}
+	t.Run("stopped", func(t *testing.T) {
+		l := Start(t, b, UpOptions{Hosts: HostsTAP})
+		if err := l.Proc("sw1").Stop(0); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Health(); err != nil {
+			t.Errorf("Health after Proc.Stop: %v", err)
+		}
+	})
 }

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/emufabric/emufabric/clock"
 )
@@ -58,15 +59,27 @@ var (
 func (d *decoder) validate(s *Spec) {
 	s.precomputeHops()
 	for _, n := range s.Nodes {
-		connected := 0
+		var links []*Link
 		for _, p := range n.Ports {
 			if p.Link != nil {
-				connected++
+				links = append(links, p.Link)
 			}
 		}
+		connected := len(links)
 		switch {
 		case n.Kind == KindNIC && connected > 1:
-			d.errorf("topology.nodes."+n.Name, "nic %s has %d links; a nic has one port", n.Name, connected)
+			// Named at each link after the first, which is where the
+			// file says more than a NIC has.
+			slices.SortFunc(links, func(a, b *Link) int { return a.Index - b.Index })
+			first := fmt.Sprintf("topology.links[%d]", links[0].Index)
+			for _, l := range links[1:] {
+				end := 0
+				if l.A.Node != n {
+					end = 1
+				}
+				d.errorf(fmt.Sprintf("topology.links[%d].endpoints[%d]", l.Index, end),
+					"nic %s already has a link (%s, line %d): a nic has one port", n.Name, first, d.line(first))
+			}
 		case connected == 0:
 			d.warnf("topology.nodes."+n.Name, "%s has no link", n.Name)
 		}

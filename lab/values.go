@@ -94,11 +94,26 @@ func (m *mapping) done(known ...string) {
 	}
 }
 
-// closest returns the known key within edit distance 2 of k (case folded).
+// closest returns the known key k most likely stands for (case folded):
+// the shortest one that begins with k ("ip" for ipv4, not ib a letter
+// away), else the nearest within an edit distance of 2, or of 2 in 5
+// letters for a long key ("cut_thru" for cut_through); "" when none is.
 func closest(k string, known []string) string {
-	best, bestD := "", 3
+	lk := strings.ToLower(k)
+	best := ""
+	if len(lk) >= 2 {
+		for _, c := range known {
+			if lc := strings.ToLower(c); lc != lk && strings.HasPrefix(lc, lk) && (best == "" || len(c) < len(best)) {
+				best = c
+			}
+		}
+		if best != "" {
+			return best
+		}
+	}
+	bestD := max(2, len(lk)*2/5) + 1
 	for _, c := range known {
-		if dist := editDistance(strings.ToLower(k), strings.ToLower(c)); dist < bestD {
+		if dist := editDistance(lk, strings.ToLower(c)); dist < bestD {
 			best, bestD = c, dist
 		}
 	}
