@@ -2,7 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"regexp"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/emufabric/emufabric/nic"
 )
@@ -44,6 +49,9 @@ func lookupPerfTest(name string) (perfTest, error) {
 	return perfTest{}, fmt.Errorf("unknown test %q (want one of %s)", name, perfTestNames())
 }
 
+// read reports a read test: its requester keeps outstanding reads.
+func (t perfTest) read() bool { return t.op == nic.IBV_WR_RDMA_READ }
+
 // title is the banner's centred title: "RDMA_Write BW Test".
 func (t perfTest) title() string {
 	if t.lat {
@@ -57,6 +65,8 @@ const (
 	perfDefSizeBW  = 65536
 	perfDefSizeLat = 2
 	perfDefIters   = 1000
+	perfDefItersWB = 5000 // write_bw's (DEF_ITERS_WB)
+	perfOutReads   = 16   // the QPs' outstanding reads (nicd's max_rd_atomic default)
 	perfMinIters   = 5
 	perfDefTxBW    = 128
 	perfDefTxLat   = 1
@@ -80,6 +90,7 @@ type perfFlags struct {
 	iters    int
 	itersSet bool
 	duration int // -D seconds; 0: iteration mode
+	durSet   bool
 	qps      int
 	cqMod    int
 	cqModSet bool
@@ -118,6 +129,9 @@ type perfPlan struct {
 // error names the flag and the value it refuses.
 func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 	p := &perfPlan{test: t, iters: perfDefIters, qps: f.qps, noPeak: f.noPeak, gbits: f.gbits, outJSON: f.outJSON}
+	if t.op == nic.IBV_WR_RDMA_WRITE && !t.lat {
+		p.iters = perfDefItersWB
+	}
 	size := perfDefSizeBW
 	if t.lat {
 		size = perfDefSizeLat
@@ -147,7 +161,7 @@ func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 		}
 		p.iters = f.iters
 	}
-	if f.duration < 0 || f.duration > perfMaxSeconds {
+	if f.duration < 0 || f.duration > perfMaxSeconds || f.durSet && f.duration == 0 {
 		return nil, fmt.Errorf("-D/--duration %d: want 1 .. %d seconds", f.duration, perfMaxSeconds)
 	}
 	if f.duration > 0 {
@@ -175,21 +189,19 @@ func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 		}
 		p.depth = f.txDepth
 	}
-	// CQ moderation: one signaled work request in cq_mod. perftest
-	// clamps its default to the TX depth; a moderation above the depth
-	// would never complete (no signaled request would fit in flight).
+	// CQ moderation: one signaled work request in cq_mod. Clamped to
+	// the TX depth, as perftest does (force_dependecies): a moderation
+	// above the depth would never complete, no signaled request fitting
+	// in flight.
 	p.cqMod = min(perfDefCQMod, p.depth)
 	if f.cqModSet {
 		if f.cqMod < 1 || f.cqMod > perfMaxCQMod {
 			return nil, fmt.Errorf("-Q/--cq-mod %d: want 1 .. %d", f.cqMod, perfMaxCQMod)
 		}
-		if f.cqMod > p.depth {
-			return nil, fmt.Errorf("-Q/--cq-mod %d: larger than the TX depth (-t %d); no signaled request would fit in flight", f.cqMod, p.depth)
-		}
 		if t.lat && f.cqMod != 1 {
 			return nil, fmt.Errorf("-Q/--cq-mod %d: the latency tests signal every message", f.cqMod)
 		}
-		p.cqMod = f.cqMod
+		p.cqMod = min(f.cqMod, p.depth)
 	}
 	if t.lat {
 		p.cqMod = 1
@@ -222,4 +234,62 @@ func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 	}
 	p.timeout = uint8(f.timeout)
 	return p, nil
+}
+
+// perftest flags that choose what the lab decides (the device, its port
+// and GID, the TCP port of perftest's exchange, rdma_cm, the clock
+// check): taken so that a pasted perftest command line runs, and said to
+// be ignored. -c takes RC only, the one transport perf runs.
+var perfIgnoredFlags = []struct {
+	name, short, why string
+	boolean          bool
+}{
+	{"ib-dev", "d", "the device is the SRC host's emulated RNIC", false},
+	{"ib-port", "i", "an emulated RNIC has one port", false},
+	{"gid-index", "x", "the GID is the host's IPv4-mapped address (index 0)", false},
+	{"port", "p", "perf exchanges the QPs' addresses over the emunics' control sockets, not TCP", false},
+	{"rdma_cm", "R", "the QPs are connected over the emunics' control sockets", true},
+	{"CPU-freq", "F", "latencies are timed with the clock, not the CPU's cycle counter", true},
+	{"inline_size", "I", "the emulated RNIC posts no inline data", false},
+}
+
+func addPerfIgnored(f *pflag.FlagSet) {
+	for _, g := range perfIgnoredFlags {
+		if g.boolean {
+			f.BoolP(g.name, g.short, false, "ignored (perftest's flag): "+g.why)
+		} else {
+			f.StringP(g.name, g.short, "", "ignored (perftest's flag): "+g.why)
+		}
+	}
+	f.StringP("connection", "c", "RC", "connection type: RC (the one perf runs; perftest's flag)")
+}
+
+// perfIgnored notes on w each perftest flag given that perf ignores, and
+// refuses a connection type other than RC.
+func perfIgnored(f *pflag.FlagSet, w io.Writer) error {
+	if c, _ := f.GetString("connection"); !strings.EqualFold(c, "RC") {
+		return fmt.Errorf("-c/--connection %s: perf runs RC queue pairs only", c)
+	}
+	for _, g := range perfIgnoredFlags {
+		if fl := f.Lookup(g.name); fl != nil && fl.Changed {
+			fmt.Fprintf(w, "emulab perf: -%s/--%s %s ignored: %s\n", g.short, g.name, fl.Value.String(), g.why)
+		}
+	}
+	return nil
+}
+
+var perfBadIntRE = regexp.MustCompile(`^invalid argument "(.*)" for "-(\w), --([\w-]+)" flag: strconv\.Parse(Int|Uint): .*`)
+
+// perfFlagError says what a number flag wants instead of the parser's
+// message ("strconv.ParseInt: parsing "2G": invalid syntax").
+func perfFlagError(_ *cobra.Command, err error) error {
+	m := perfBadIntRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	msg := fmt.Sprintf("-%s/--%s %s: a whole number", m[2], m[3], m[1])
+	if m[3] == "size" {
+		msg += fmt.Sprintf(" of bytes, 1 .. %d (perftest takes no units such as K or M)", perfMaxSize)
+	}
+	return fmt.Errorf("%s", msg)
 }

@@ -29,20 +29,22 @@ func TestPerfPlanDefaults(t *testing.T) {
 	for _, c := range []struct {
 		test              string
 		size, depth, cqMd int
+		iters             int
 	}{
-		{"write_bw", 65536, 128, 100},
-		{"ib_read_bw", 65536, 128, 100},
-		{"send_bw", 65536, 128, 100},
-		{"write_lat", 2, 1, 1},
-		{"read_lat", 2, 1, 1},
-		{"ib_send_lat", 2, 1, 1},
+		// perftest: DEF_ITERS_WB for write_bw, DEF_ITERS otherwise.
+		{"write_bw", 65536, 128, 100, 5000},
+		{"ib_read_bw", 65536, 128, 100, 1000},
+		{"send_bw", 65536, 128, 100, 1000},
+		{"write_lat", 2, 1, 1, 1000},
+		{"read_lat", 2, 1, 1, 1000},
+		{"ib_send_lat", 2, 1, 1, 1000},
 	} {
 		f := defaultFlags()
 		p, err := f.plan(mustTest(t, c.test))
 		if err != nil {
 			t.Fatalf("%s: %v", c.test, err)
 		}
-		if len(p.sizes) != 1 || p.sizes[0] != c.size || p.depth != c.depth || p.cqMod != c.cqMd || p.iters != 1000 || p.qps != 1 || p.tc != 0 {
+		if len(p.sizes) != 1 || p.sizes[0] != c.size || p.depth != c.depth || p.cqMod != c.cqMd || p.iters != c.iters || p.qps != 1 || p.tc != 0 {
 			t.Errorf("%s: plan %+v", c.test, p)
 		}
 	}
@@ -61,6 +63,12 @@ func TestPerfPlanDefaults(t *testing.T) {
 	f.txDepth, f.txSet = 16, true
 	if p, err := f.plan(mustTest(t, "write_bw")); err != nil || p.cqMod != 16 {
 		t.Errorf("-t 16: cq_mod %v, %v", p, err)
+	}
+	// So does it a given one, as perftest's force_dependecies does.
+	f = defaultFlags()
+	f.txDepth, f.txSet, f.cqMod, f.cqModSet = 64, true, 200, true
+	if p, err := f.plan(mustTest(t, "write_bw")); err != nil || p.cqMod != 64 {
+		t.Errorf("-t 64 -Q 200: cq_mod %v, %v", p, err)
 	}
 	f = defaultFlags()
 	f.tos = 26 << 2
@@ -91,7 +99,7 @@ func TestPerfPlanErrors(t *testing.T) {
 		{"write_bw", func(f *perfFlags) { f.txDepth, f.txSet = 0, true }, "-t/--tx-depth 0"},
 		{"write_lat", func(f *perfFlags) { f.txDepth, f.txSet = 8, true }, "-t/--tx-depth 8"},
 		{"write_bw", func(f *perfFlags) { f.cqMod, f.cqModSet = 0, true }, "-Q/--cq-mod 0"},
-		{"write_bw", func(f *perfFlags) { f.cqMod, f.cqModSet = 200, true }, "-Q/--cq-mod 200: larger than the TX depth (-t 128)"},
+		{"write_bw", func(f *perfFlags) { f.duration, f.durSet = 0, true }, "-D/--duration 0: want 1 .. 3600 seconds"},
 		{"send_lat", func(f *perfFlags) { f.cqMod, f.cqModSet = 1, true; f.txDepth = 1 }, ""},
 		{"write_bw", func(f *perfFlags) { f.mtu = 1000 }, "-m/--mtu 1000"},
 		{"write_bw", func(f *perfFlags) { f.mtu = 8192 }, "-m/--mtu 8192"},
@@ -291,6 +299,76 @@ func TestPerfJSONMatchesTable(t *testing.T) {
 		}
 		if got, want := strconv.FormatFloat(round6(v), 'f', 6, 64), fmt.Sprintf("%.6f", v); got != want {
 			t.Errorf("round6(%v) = %s, the table prints %s", v, got, want)
+		}
+	}
+}
+
+// TestCAltHex: C's %#0Nx, as perftest's address lines print with it.
+func TestCAltHex(t *testing.T) {
+	for _, c := range []struct {
+		v     uint64
+		width int
+		want  string
+	}{
+		{0, 4, "0000"}, {1, 4, "0x01"}, {0x1234, 4, "0x1234"}, {0x12, 6, "0x0012"}, {0x8d2f5a, 6, "0x8d2f5a"},
+		{0, 8, "00000000"}, {0xd0e, 8, "0x000d0e"}, {0x7f000084c000, 16, "0x007f000084c000"}, {0x123456789, 6, "0x123456789"},
+	} {
+		if got := cAltHex(c.v, c.width); got != c.want {
+			t.Errorf("%%#0%dx of %#x: %q, want %q", c.width, c.v, got, c.want)
+		}
+	}
+}
+
+// TestBannerReadAndLat: a read test prints its outstanding reads (line
+// and OUT), a latency test no CQ Moderation, as perftest's banner.
+func TestBannerReadAndLat(t *testing.T) {
+	side := perfSide{QPN: 0x11, PSN: 0x12, RKey: 0xd0e, VAddr: 0x7f000084c000, GID: "::ffff:10.0.0.1"}
+	var b strings.Builder
+	writeBanner(&b, perfBanner{Title: "RDMA_Read BW Test", QPs: 1, Depth: 128, CQMod: 100, MTU: 4096, Remotes: true, OutReads: 16,
+		Local: []perfSide{side}, Remote: []perfSide{side}})
+	out := b.String()
+	for _, want := range []string{" Outstand reads  : 16\n", " CQ Moderation   : 100\n",
+		" local address: LID 0000 QPN 0x0011 PSN 0x0012 RKey 0x000d0e VAddr 0x007f000084c000 OUT 0x10\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("read banner lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Max inline data") {
+		t.Errorf("read banner has Max inline data:\n%s", out)
+	}
+	b.Reset()
+	writeBanner(&b, perfBanner{Title: "RDMA_Write Latency Test", QPs: 1, Depth: 1, CQMod: 1, MTU: 4096, Remotes: true, Lat: true,
+		Local: []perfSide{side}, Remote: []perfSide{side}})
+	if out := b.String(); strings.Contains(out, "CQ Moderation") || !strings.Contains(out, "Max inline data : 0[B]") || strings.Contains(out, " OUT ") {
+		t.Errorf("latency banner:\n%s", out)
+	}
+}
+
+// TestPerfPerftestFlags: a pasted perftest command line runs: the flags
+// that choose what the lab decides are noted as ignored, -c takes RC,
+// and a number flag given something else says what it wants.
+func TestPerfPerftestFlags(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, err := runSubcommand(t, "perf", "write_bw", "h1", "h2", "--state-dir", dir, "-d", "mlx5_0", "-x", "3", "-F", "-c", "RC", "--report_gbits")
+	if err == nil || !strings.Contains(err.Error(), "no lab is up") {
+		t.Errorf("without a lab: %v", err)
+	}
+	for _, want := range []string{"-d/--ib-dev mlx5_0 ignored: the device is the SRC host's emulated RNIC", "-x/--gid-index 3 ignored", "-F/--CPU-freq true ignored"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "UD"}, "-c/--connection UD: perf runs RC queue pairs only"},
+		{[]string{"-s", "2G"}, "-s/--size 2G: a whole number of bytes, 1 .. 8388608 (perftest takes no units such as K or M)"},
+		{[]string{"-n", "1e4"}, "-n/--iters 1e4: a whole number"},
+	} {
+		_, _, err := runSubcommand(t, "perf", append([]string{"write_bw", "h1", "h2", "--state-dir", dir}, c.args...)...)
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}
 }

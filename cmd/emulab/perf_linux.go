@@ -41,7 +41,13 @@ Latency samples are timed from the post to the completion. The loops run
 in the requester's emunic, as perftest runs next to its RNIC, so a sample
 is the fabric's round trip through the daemons; for send_bw and send_lat
 the responder's emunic posts a receive for each message (with -D, send_bw's
-receives are posted by emulab).
+receives are posted by emulab). perftest's write_lat and send_lat ping-pong
+between the two hosts and report half a round trip; perf's report the whole
+one (the request and its acknowledgement), about twice perftest's figure on
+the same fabric. read_lat is a round trip in both.
+
+perftest's flags for what the lab decides (-d, -i, -x, -p, -R, -F, -I) are
+taken and noted as ignored, so a pasted perftest command line runs.
 
 In a lab with time_dilation N (the lab file's key) every rate and time is
 reported in the lab's time: rates N times, latencies 1/N of what the wall
@@ -51,10 +57,14 @@ clock saw, and -D counts seconds of the lab's time.`,
 			f := cmd.Flags()
 			fl.sizeSet = f.Changed("size")
 			fl.itersSet = f.Changed("iters")
+			fl.durSet = f.Changed("duration")
 			fl.cqModSet = f.Changed("cq-mod")
 			fl.txSet = f.Changed("tx-depth")
 			if f.Changed("out_json_file") && !f.Changed("out_json") {
 				fl.outJSON, _ = f.GetString("out_json_file")
+			}
+			if err := perfIgnored(f, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
 			return runPerf(cmd.OutOrStdout(), args, &fl)
 		},
@@ -64,7 +74,7 @@ clock saw, and -D counts seconds of the lab's time.`,
 	f.StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
 	f.IntVarP(&fl.size, "size", "s", perfDefSizeBW, "message size in bytes (latency tests: 2 unless given)")
 	f.BoolVarP(&fl.all, "all", "a", false, "run every size from 2 to 2^23 bytes")
-	f.IntVarP(&fl.iters, "iters", "n", perfDefIters, "messages per size (per QP)")
+	f.IntVarP(&fl.iters, "iters", "n", perfDefIters, "messages per size (per QP; write_bw 5000, as perftest)")
 	f.IntVarP(&fl.duration, "duration", "D", 0, "run for `SECONDS` instead of a number of messages")
 	f.IntVarP(&fl.qps, "qp", "q", 1, "queue pairs, run at once (bandwidth tests)")
 	f.IntVarP(&fl.cqMod, "cq-mod", "Q", perfDefCQMod, "signal one work request in this many (CQ moderation; at most the TX depth)")
@@ -77,6 +87,8 @@ clock saw, and -D counts seconds of the lab's time.`,
 	f.BoolVar(&fl.gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MiB/sec")
 	f.StringVar(&fl.outJSON, "out_json", "", "also write the results as JSON to `FILE`")
 	f.String("out_json_file", "", "the same as --out_json (perftest's spelling)")
+	addPerfIgnored(f)
+	cmd.SetFlagErrorFunc(perfFlagError)
 	rootCmd.AddCommand(cmd)
 }
 
@@ -145,7 +157,11 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	// every figure is reported, and -D counted, in the lab's time.
 	plan.dilation = max(status.TimeDilation, 1)
 	b := perfBanner{Title: plan.test.title(), Device: "emu_" + status.Port + " (" + src.Node + ")", QPs: plan.qps,
-		Depth: plan.depth, CQMod: plan.cqMod, MTU: mtu, SL: plan.sl, Remotes: plan.test.remote, Dilation: plan.dilation}
+		Depth: plan.depth, CQMod: plan.cqMod, MTU: mtu, SL: plan.sl, Remotes: plan.test.remote, Dilation: plan.dilation,
+		Lat: plan.test.lat}
+	if plan.test.read() {
+		b.OutReads = perfOutReads
+	}
 	for _, c := range conns {
 		p := c.pair
 		b.Local = append(b.Local, perfSide{LID: p.AQP.LID, QPN: p.AQP.QPN, PSN: p.AQP.PSN, RKey: p.AMR.RKey, VAddr: p.AMR.Addr, GID: p.AQP.GID})

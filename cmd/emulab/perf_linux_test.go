@@ -55,7 +55,8 @@ func TestPerfLab(t *testing.T) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
 		}
-		if !regexp.MustCompile(`(?m)^ local address: LID 0x0000 QPN 0x[0-9a-f]{4,} PSN 0x[0-9a-f]{6} RKey 0x[0-9a-f]{6,} VAddr 0x[0-9a-f]{16}$`).MatchString(out) {
+		// perftest's %#04x, %#06x, %#08x and %#016Lx: a LID of 0 is 0000.
+		if !regexp.MustCompile(`(?m)^ local address: LID 0000 QPN 0x[0-9a-f]{4,} PSN 0x[0-9a-f]{4,6} RKey 0x[0-9a-f]{6,} VAddr 0x[0-9a-f]{14}$`).MatchString(out) {
 			t.Errorf("no local address line:\n%s", out)
 		}
 		f := perfRow(t, out, perfHeadBWGbits)
@@ -258,11 +259,12 @@ func TestPerfLab(t *testing.T) {
 			{[]string{"write_bw", h1, h2, "-m", "1000"}, "-m/--mtu 1000"},
 			{[]string{"write_bw", h1, h2, "-s", "0"}, "-s/--size 0"},
 			{[]string{"write_bw", h1, h2, "-q", "0"}, "-q/--qp 0"},
-			{[]string{"write_bw", h1, h2, "-Q", "500"}, "-Q/--cq-mod 500"},
+			{[]string{"write_bw", h1, h2, "-Q", "2000"}, "-Q/--cq-mod 2000"},
+			{[]string{"write_bw", h1, h2, "-D", "0"}, "-D/--duration 0"},
 			{[]string{"write_bw", h1, h2, "-n", "100", "-D", "1"}, "-n/--iters 100 and -D/--duration 1"},
 			{[]string{"write_lat", h1, h2, "-q", "2"}, "-q/--qp 2"},
 			{[]string{"write_bw", h1, h2, "-u", "40"}, "-u/--qp-timeout 40"},
-			{[]string{"write_bw", h1, h2, "-s", "x"}, `invalid argument "x" for "-s, --size"`},
+			{[]string{"write_bw", h1, h2, "-s", "x"}, "-s/--size x: a whole number of bytes"},
 			{[]string{"write_bw", h1, h2, "--bogus"}, "unknown flag: --bogus"},
 			{[]string{"write_bw", h1}, "accepts 3 arg(s), received 2"},
 			{[]string{"write_bw", h1, h2, "--out_json", filepath.Join(dir, "no", "such", "dir.json")}, "--out_json " + filepath.Join(dir, "no", "such", "dir.json")},

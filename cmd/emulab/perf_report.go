@@ -187,6 +187,11 @@ type perfBanner struct {
 	Local   []perfSide
 	Remote  []perfSide
 	Remotes bool // print RKey/VAddr (write and read)
+	// Lat is a latency test (no CQ Moderation line); OutReads, above 0,
+	// is a read test's outstanding reads (its line instead of Max
+	// inline data, and OUT on the address lines).
+	Lat      bool
+	OutReads int
 	// Dilation is the lab's time_dilation N; above 1 the banner says the
 	// figures are in the lab's time.
 	Dilation int
@@ -216,11 +221,17 @@ func writeBanner(w io.Writer, b perfBanner) {
 	kv("Connection type", "RC", "Using SRQ", "OFF")
 	kv("PCIe relax order", "OFF", "Lock-free", "OFF")
 	kv("TX depth", fmt.Sprint(b.Depth), "", "")
-	kv("CQ Moderation", fmt.Sprint(b.CQMod), "", "")
+	if !b.Lat {
+		kv("CQ Moderation", fmt.Sprint(b.CQMod), "", "")
+	}
 	kv("Mtu", fmt.Sprintf("%d[B]", b.MTU), "", "")
 	kv("Link type", b.linkType(), "", "")
 	kv("GID index", "0", "", "")
-	kv("Max inline data", "0[B]", "", "")
+	if b.OutReads > 0 {
+		kv("Outstand reads", fmt.Sprint(b.OutReads), "", "")
+	} else {
+		kv("Max inline data", "0[B]", "", "")
+	}
 	kv("rdma_cm QPs", "OFF", "", "")
 	kv("Data ex. method", "emunic control sockets", "", "")
 	if b.Dilation > 1 {
@@ -228,10 +239,16 @@ func writeBanner(w io.Writer, b perfBanner) {
 		kv("Time dilation", fmt.Sprintf("%d (rates and times in the lab's time; the machine moved 1/%d of each rate)", b.Dilation, b.Dilation), "", "")
 	}
 	fmt.Fprintln(w, perfLine)
+	// perftest's BASIC_ADDR_FMT, RDMA_FMT and READ_FMT
+	// (perftest_communication.h): C's %#0Nx, whose 0x counts in the width
+	// and is left out for zero.
 	line := func(who string, s perfSide) {
-		fmt.Fprintf(w, " %s address: LID 0x%04x QPN 0x%04x PSN 0x%06x", who, s.LID, s.QPN, s.PSN)
+		fmt.Fprintf(w, " %s address: LID %s QPN %s PSN %s", who, cAltHex(uint64(s.LID), 4), cAltHex(uint64(s.QPN), 6), cAltHex(uint64(s.PSN), 6))
 		if b.Remotes {
-			fmt.Fprintf(w, " RKey 0x%06x VAddr 0x%016x", s.RKey, s.VAddr)
+			fmt.Fprintf(w, " RKey %s VAddr %s", cAltHex(uint64(s.RKey), 8), cAltHex(s.VAddr, 16))
+		}
+		if b.OutReads > 0 {
+			fmt.Fprintf(w, " OUT %s", cAltHex(uint64(b.OutReads), 4))
 		}
 		fmt.Fprintf(w, "\n GID: %s\n", gidDecimal(s.GID))
 	}
@@ -393,4 +410,13 @@ func mergeSamples(per [][]perfSample) []perfSample {
 		out = append(out, perfSample{e.at, total})
 	}
 	return out
+}
+
+// cAltHex formats v as C's printf("%#0<width>x"): "0x" and hex digits
+// zero-padded to width in all, or width zeros for 0, which gets no 0x.
+func cAltHex(v uint64, width int) string {
+	if v == 0 {
+		return strings.Repeat("0", width)
+	}
+	return fmt.Sprintf("0x%0*x", max(width-2, 0), v)
 }
