@@ -125,8 +125,11 @@ func portsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
 		"rx_pause", "tx_pause", "rx_pause_duration_us", "tx_pause_duration_us", "ecn_marked",
 		"pg_shared_watermark", "pg_headroom_watermark", "queue_watermark", "pg_headroom_overflow",
 		"pfcwd_storm_detected", "pfcwd_storm_restored", "pfcwd_tx_drop", "pfcwd_rx_drop", "port_xmit_wait_us", "credit_stalls"}
+	// pg_headroom_overflow above: admitted beyond the headroom, not a drop.
 	for k := 1; k < int(switchcore.NumDropReasons); k++ {
-		head = append(head, "drop_"+switchcore.DropReason(k).String())
+		if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
+			head = append(head, "drop_"+switchcore.DropReason(k).String())
+		}
 	}
 	rows := [][]string{head}
 	for _, p := range r.Ports {
@@ -139,7 +142,9 @@ func portsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
 				u(c.PFCWDStormDetected), u(c.PFCWDStormRestored), u(c.PFCWDTxDrop), u(c.PFCWDRxDrop),
 				us(clock.Time(c.XmitWaitPs)), u(c.CreditStalls)}
 			for k := 1; k < int(switchcore.NumDropReasons); k++ {
-				row = append(row, u(c.Drops[k]))
+				if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
+					row = append(row, u(c.Drops[k]))
+				}
 			}
 			rows = append(rows, row)
 		}

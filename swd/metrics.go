@@ -88,9 +88,12 @@ func (d *Daemon) metricsText() []byte {
 			ctr("emu_pause_frames_transmitted_total", "PFC frames transmitted (tx_pause_ctrl_phy).", c.TxPauseCtrlPhy)
 		}
 		for r := switchcore.DropMalformed; r < switchcore.NumDropReasons; r++ {
-			add("emu_port_dropped_packets_total", "counter", "Frames the switch dropped, by reason.",
-				"{"+pl+`,reason="`+r.String()+`"}`, float64(c.Drops[r]))
+			if r != switchcore.DropHeadroomOverflow {
+				add("emu_port_dropped_packets_total", "counter", "Frames the switch dropped, by reason.",
+					"{"+pl+`,reason="`+r.String()+`"}`, float64(c.Drops[r]))
+			}
 		}
+		ctr("emu_pg_headroom_overflow_packets_total", "Lossless frames admitted beyond their priority group's headroom (not dropped: the sender reacted to XOFF later than the buffer profile allows for).", c.Drops[switchcore.DropHeadroomOverflow])
 		dir := func(name, help string, tx, rx uint64) {
 			add(name, "counter", help, "{"+pl+`,direction="transmit"}`, float64(tx))
 			add(name, "counter", help, "{"+pl+`,direction="receive"}`, float64(rx))

@@ -22,8 +22,12 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 	fn("link_down_events_phy", c.LinkDownEvents)
 	fn("port_xmit_wait", uint64(c.PortXmitWaitPs/int64(clock.Nanosecond)))
 	for r := DropMalformed; r < NumDropReasons; r++ {
-		fn("drop_"+r.String(), c.Drops[r])
+		if r != DropHeadroomOverflow {
+			fn("drop_"+r.String(), c.Drops[r])
+		}
 	}
+	// Admitted beyond the headroom, not dropped: no drop_ prefix.
+	fn("headroom_overflow", c.Drops[DropHeadroomOverflow])
 	for i := range NumPriorities {
 		p := &c.Prio[i]
 		n := func(f string) string { return fmt.Sprintf(f, i) }
@@ -42,7 +46,9 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 		fn(n("pg%d_headroom_overflow"), p.HeadroomOverflow)
 		fn(n("queue%d_watermark"), uint64(p.QueueWatermark))
 		for r := DropMalformed; r < NumDropReasons; r++ {
-			fn(fmt.Sprintf("prio%d_drop_%s", i, r), p.Drops[r])
+			if r != DropHeadroomOverflow { // pgN_headroom_overflow above
+				fn(fmt.Sprintf("prio%d_drop_%s", i, r), p.Drops[r])
+			}
 		}
 		fn(n("pfcwd_prio%d_storm_detected"), p.PFCWDStormDetected)
 		fn(n("pfcwd_prio%d_storm_restored"), p.PFCWDStormRestored)

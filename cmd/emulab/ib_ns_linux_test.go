@@ -99,7 +99,7 @@ func TestIBNamespaceLab(t *testing.T) {
 		case "sw1", "sw2":
 			for port, c := range switchCounters(t, n.Control) {
 				for k, v := range c {
-					if v != 0 && strings.HasPrefix(k, "drop_") && k != "drop_headroom_overflow" {
+					if v != 0 && strings.HasPrefix(k, "drop_") {
 						t.Errorf("%s:%s %s = %d", n.Name, port, k, v)
 					}
 				}

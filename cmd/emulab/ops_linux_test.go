@@ -124,7 +124,7 @@ func TestWriteSwitchTable(t *testing.T) {
 	n := &lab.NodeInfo{Name: "sw1", Kind: lab.KindSwitch, Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:eth0"}}}
 	ports := []lab.PortCounterSet{
 		{Port: "p1", Counters: map[string]uint64{"rx_packets_phy": 11, "tx_packets_phy": 12, "rx_prio3_marked": 4, "rx_prio5_marked": 1,
-			"drop_no_route": 2, "prio3_drop_no_route": 2, "drop_headroom_overflow": 7, "prio3_drop_headroom_overflow": 7, "tx_prio3_pause": 6, "tx_prio3_pause_duration": 70, "rx_prio3_packets": 10,
+			"drop_no_route": 2, "prio3_drop_no_route": 2, "headroom_overflow": 7, "pg3_headroom_overflow": 7, "tx_prio3_pause": 6, "tx_prio3_pause_duration": 70, "rx_prio3_packets": 10,
 			"link_loss_tx": 1, "link_queue_drop": 2}},
 		{Port: "p2", Counters: map[string]uint64{}},
 	}

@@ -217,14 +217,6 @@ func sumPrefix(m map[string]uint64, prefix string) uint64 {
 	return s
 }
 
-// sumDrops adds the drop counters under prefix except headroom overflow,
-// which switchcore counts under a drop name but never drops: it is a
-// lossless frame admitted beyond xoff (the headroom was too small for how
-// late the sender reacted), reported apart.
-func sumDrops(m map[string]uint64, prefix string) uint64 {
-	return sumPrefix(m, prefix) - m[prefix+"headroom_overflow"]
-}
-
 // writeSwitchTable prints a switch's ports, then its busy priorities.
 func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
 	peer := map[string]string{}
@@ -244,13 +236,13 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 		wire := m["link_loss_tx"] + m["link_loss_rx"] + m["link_queue_drop"] + m["not_connected_drop"]
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, pr,
 			m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"],
-			m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumDrops(m, "drop_"), wire)
+			m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumPrefix(m, "drop_"), wire)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, p := range ports {
-		if v := p.Counters["drop_headroom_overflow"]; v > 0 {
+		if v := p.Counters["headroom_overflow"]; v > 0 {
 			fmt.Fprintf(out, "%s: %d lossless frames arrived beyond the PG's headroom (pg<N>_headroom_overflow: admitted, not dropped; the sender reacted to XOFF later than the buffer profile allows for, as a process does in real time)\n", p.Port, v)
 		}
 	}
@@ -266,7 +258,7 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 			k := func(f string) uint64 { return m[fmt.Sprintf(f, prio)] }
 			v := []uint64{k("rx_prio%d_packets"), k("tx_prio%d_packets"), k("rx_prio%d_pause"), k("rx_prio%d_pause_duration"),
 				k("tx_prio%d_pause"), k("tx_prio%d_pause_duration"), k("rx_prio%d_marked"),
-				sumDrops(m, fmt.Sprintf("prio%d_drop_", prio)), k("queue%d_watermark")}
+				sumPrefix(m, fmt.Sprintf("prio%d_drop_", prio)), k("queue%d_watermark")}
 			if !slices.ContainsFunc(v, func(x uint64) bool { return x != 0 }) {
 				continue
 			}
