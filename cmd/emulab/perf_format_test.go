@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -370,5 +371,23 @@ func TestPerfPerftestFlags(t *testing.T) {
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestRetryHint: a transport retry error says what the ACK timer was and
+// what gives a busy machine room; other errors pass unchanged.
+func TestRetryHint(t *testing.T) {
+	err := retryHint(errors.New("send_bw 2097152 bytes: QP 0: perf_bw: message 598: IBV_WC_RETRY_EXC_ERR"), &perfPlan{})
+	for _, want := range []string{"IBV_WC_RETRY_EXC_ERR", "-u 14: 67ms", "a larger -u (18: 1.07s)", "time_dilation"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("hint lacks %q: %v", want, err)
+		}
+	}
+	if err := retryHint(errors.New("send_bw: IBV_WC_RETRY_EXC_ERR"), &perfPlan{timeout: 18}); err == nil || !strings.Contains(err.Error(), "-u 18: 1.074s") {
+		t.Errorf("-u 18: %v", err)
+	}
+	other := errors.New("data check failed")
+	if err := retryHint(other, &perfPlan{}); err != other {
+		t.Errorf("other error changed: %v", err)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -125,6 +128,7 @@ type perfOutcome struct {
 }
 
 func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
+	stopOnSignal()
 	status, err := nicStatus(src)
 	if err != nil {
 		return err
@@ -194,7 +198,37 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			return fmt.Errorf("--out_json %s: %w", plan.outJSON, err)
 		}
 	}
-	return runErr
+	return retryHint(runErr, plan)
+}
+
+// retryHint explains a transport retry error: on an emulated fabric it is
+// seldom loss (a lossless lab loses nothing) and mostly daemons that fell
+// behind the ACK timer on a busy machine.
+func retryHint(err error, plan *perfPlan) error {
+	if err == nil || !strings.Contains(err.Error(), "IBV_WC_RETRY_EXC_ERR") {
+		return err
+	}
+	u := int(plan.timeout)
+	if u == 0 {
+		u = 14
+	}
+	t := time.Duration(4096) << u // 4.096 us x 2^u (IBA 9.7.6.1.3)
+	return fmt.Errorf("%w\n(the requester's ACK timer, -u %d: %v, ran out on every retry without an acknowledgement. "+
+		"If `emulab stats` shows no drop on the path, the daemons fell that far behind, as on a busy machine: "+
+		"a larger -u (18: 1.07s), fewer messages in flight (-t) or time_dilation in the lab file give them room)", err, u, t.Round(time.Millisecond))
+}
+
+// stopOnSignal ends emulab at SIGINT or SIGTERM with a line that says so
+// (perftest dies silently); the emunics end the run when their control
+// connections close with the process.
+func stopOnSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		s := <-ch
+		fmt.Fprintf(os.Stderr, "\nemulab perf: interrupted (%v): no result for the size in progress\n", s)
+		os.Exit(130)
+	}()
 }
 
 func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {

@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/emufabric/emufabric/lab"
 )
@@ -243,6 +246,33 @@ func TestPerfLab(t *testing.T) {
 		if f := perfRow(t, out, perfHeadLatDur); len(f) != 4 || f[0] != "2" || perfFloat(t, f[1]) < 10 || perfFloat(t, f[2]) <= 0 || perfFloat(t, f[3]) <= 0 {
 			t.Errorf("duration latency row %q:\n%s", f, out)
 		}
+	})
+
+	t.Run("interrupted", func(t *testing.T) {
+		// Ctrl-C ends a run at once with a line that says so; the emunics
+		// stop their loops with the closed connections, and the next run
+		// works.
+		cmd := exec.Command(filepath.Join(e.bin, "emulab"), "perf", "--state-dir", e.state, "write_bw", h1, h2, "-D", "30")
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "emulab perf: interrupted (interrupt)") {
+				t.Errorf("interrupted run: %v, stderr %q", err, errb.String())
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("perf did not stop on SIGINT")
+		}
+		e.mustRun(t, "perf", "write_bw", h1, h2, "-n", "100")
 	})
 
 	t.Run("errors", func(t *testing.T) {
