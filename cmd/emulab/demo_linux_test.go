@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,6 +50,35 @@ func TestDemo(t *testing.T) {
 		t.Errorf("status after --keep:\n%s", st)
 	}
 	e.down(t, l, nil)
+
+	// Ctrl-C after demo has run perf takes the lab down: perf's own
+	// handler (which ends `emulab perf` at once) is not demo's.
+	cmd := exec.Command(filepath.Join(e.bin, "emulab"), "demo", "--state-dir", e.state, "--bin-dir", e.bin, "-n", "50", "--iperf-time", "30s", l.file)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), "RDMA_Write Latency Test") {
+			break
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	rest, _ := io.ReadAll(stdout)
+	seen.Write(rest)
+	werr := cmd.Wait()
+	if werr == nil || !strings.Contains(seen.String(), "lab "+l.name+" is down") || strings.Contains(errb.String(), "emulab perf: interrupted") {
+		t.Errorf("demo interrupted after perf: %v\nstdout:\n%s\nstderr:\n%s", werr, seen.String(), errb.String())
+	}
+	e.checkGone(t, l, nil)
 
 	// An InfiniBand lab: the subnet manager activates the ports, ping
 	// goes over IPoIB, RDMA over native IB, and the lab is gone after.

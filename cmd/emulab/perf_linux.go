@@ -69,6 +69,9 @@ clock saw, and -D counts seconds of the lab's time.`,
 			if err := perfIgnored(f, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
+			// Here, not in runPerf: emulab demo runs perf too, and its
+			// own Ctrl-C must take its lab down.
+			defer stopOnSignal()()
 			return runPerf(cmd.OutOrStdout(), args, &fl)
 		},
 	}
@@ -128,7 +131,6 @@ type perfOutcome struct {
 }
 
 func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
-	stopOnSignal()
 	status, err := nicStatus(src)
 	if err != nil {
 		return err
@@ -218,17 +220,26 @@ func retryHint(err error, plan *perfPlan) error {
 		"a larger -u (18: 1.07s), fewer messages in flight (-t) or time_dilation in the lab file give them room)", err, u, t.Round(time.Millisecond))
 }
 
-// stopOnSignal ends emulab at SIGINT or SIGTERM with a line that says so
-// (perftest dies silently); the emunics end the run when their control
-// connections close with the process.
-func stopOnSignal() {
+// stopOnSignal makes SIGINT or SIGTERM end `emulab perf` with a line that
+// says so (perftest dies silently) until the returned function undoes it;
+// the emunics end the run when their control connections close with the
+// process.
+func stopOnSignal() (undo func()) {
 	ch := make(chan os.Signal, 1)
+	done := make(chan struct{})
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		s := <-ch
-		fmt.Fprintf(os.Stderr, "\nemulab perf: interrupted (%v): no result for the size in progress\n", s)
-		os.Exit(130)
+		select {
+		case s := <-ch:
+			fmt.Fprintf(os.Stderr, "\nemulab perf: interrupted (%v): no result for the size in progress\n", s)
+			os.Exit(130)
+		case <-done:
+		}
 	}()
+	return func() {
+		signal.Stop(ch)
+		close(done)
+	}
 }
 
 func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -255,10 +257,19 @@ func TestPerfLab(t *testing.T) {
 		cmd := exec.Command(filepath.Join(e.bin, "emulab"), "perf", "--state-dir", e.state, "write_bw", h1, h2, "-D", "30")
 		var errb strings.Builder
 		cmd.Stderr = &errb
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		// The table's header comes once the QPs are connected and the
+		// handler is in place: the run is under way.
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() && !strings.Contains(sc.Text(), "#bytes") {
+		}
+		go io.Copy(io.Discard, stdout)
 		cmd.Process.Signal(os.Interrupt)
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
