@@ -237,9 +237,11 @@ func (d *decoder) node(s *Spec, e entry) (*Node, []string, nodeQoSSrc) {
 	n := &Node{Name: e.key, Line: d.line(e.path)}
 	v, p, ok := m.get("kind")
 	if !ok {
-		// A misspelt kind is named as such, not only as missing.
+		// A misspelt kind is named as such, not only as missing; a node
+		// key that happens to lie near "kind" (lid, vid) is not one.
 		for _, k := range m.keys {
-			if closest(k, []string{"kind"}) != "" {
+			if lk := strings.ToLower(k); !contains(commonNodeKeys, lk) && !contains(switchNodeKeys, lk) && !contains(nicNodeKeys, lk) &&
+				closest(k, []string{"kind"}) != "" {
 				d.errorf(join(e.path, k), "unknown key %q (did you mean \"kind\"? nic or switch)", k)
 				m.entries()
 				return nil, nil, src

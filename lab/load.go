@@ -76,18 +76,21 @@ func (d *decoder) read(data []byte) (map[string]any, bool) {
 		d.errs = append(d.errs, &FieldError{File: d.file, Line: root.Line, Msg: "a lab file is a YAML mapping (name:, topology:, ...)"})
 		return nil, false
 	}
+	// Mapping keys must stay distinct once viper folds them to lower case.
+	// A repeated key is reported and dropped (the first one stays), and the
+	// rest of the file is still read, so that its other problems come in
+	// the same run. The walk does not follow aliases.
+	dropped := !d.checkFoldedKeys(&doc)
+	// Indexed without the dropped keys, whose fields would otherwise be
+	// looked for in values that no longer hold them; the nodes keep their
+	// lines.
 	ix, ok := newPosIndex(&doc)
 	if !ok {
 		d.errorf("", "document too large or too deeply nested (aliases expand to more than %d nodes)", maxIndexNodes)
 		return nil, false
 	}
 	d.pos = ix
-
-	// Mapping keys must stay distinct once viper folds them to lower case.
-	// A repeated key is reported and dropped (the first one stays), and the
-	// rest of the file is still read, so that its other problems come in
-	// the same run.
-	if !d.checkFoldedKeys(&doc) {
+	if dropped {
 		clean, err := yaml.Marshal(&doc)
 		if err != nil {
 			return nil, false

@@ -119,7 +119,7 @@ func TestParseErrors(t *testing.T) {
 		{"typo in key", replace(`delay: 1us`, `delya: 1us`),
 			`t.yaml:3: topology.defaults.delya: unknown key "delya" (did you mean "delay"?)`},
 		{"key cut short", replace(`h1: {kind: nic}`, `h1: {kind: nic, ip: 10.1.1.1}`),
-			`t.yaml:5: topology.nodes.h1.ip: unknown key "ip" (did you mean "ipv4"?)`},
+			`t.yaml:5: topology.nodes.h1.ip: unknown key "ip" (did you mean "ib" or "ipv4"?)`},
 		{"long key misspelt", replace(`sw1: {kind: switch, ports: 4}`, `sw1: {kind: switch, ports: 4, cut_thru: true}`),
 			`t.yaml:6: topology.nodes.sw1.cut_thru: unknown key "cut_thru" (did you mean "cut_through"?)`},
 		{"kind misspelt", replace(`h1: {kind: nic}`, `h1: {knd: nic}`),
@@ -384,7 +384,7 @@ topology:
     sw1: {kind: switch}
     h1: &nic {kind: nic}
     h2: {<<: *nic}
-    h2: {kind: switch}
+    h2: {kind: nic, mac: "02:00:00:00:00:09", ipv4: 10.0.0.9, bogus: 1}
     h3: *nic
   links:
     - endpoints: ["h1:eth0", "sw1:p1"]
@@ -408,8 +408,12 @@ traffic:
 			t.Errorf("errors lack %q:\n%s", want, all)
 		}
 	}
+	// Nothing of the dropped h2 is read: not its keys, not its values.
+	if len(list) != 2 {
+		t.Errorf("%d errors, want the repeated key and the size:\n%s", len(list), all)
+	}
 	// Fixed, the file loads, with the anchors as written.
-	spec, err := Parse("t.yaml", []byte(strings.Replace(strings.Replace(src, "    h2: {kind: switch}\n", "", 1), "64K", "64KiB", 1)))
+	spec, err := Parse("t.yaml", []byte(strings.Replace(strings.Replace(src, "    h2: {kind: nic, mac: \"02:00:00:00:00:09\", ipv4: 10.0.0.9, bogus: 1}\n", "", 1), "64K", "64KiB", 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,5 +421,32 @@ traffic:
 		if n := spec.Node(name); n == nil || n.Kind != KindNIC {
 			t.Errorf("%s: %+v", name, n)
 		}
+	}
+}
+
+// TestSuggest: what an unknown key or value is taken for.
+func TestSuggest(t *testing.T) {
+	for _, c := range []struct {
+		k     string
+		known []string
+		want  string
+	}{
+		{"ip", []string{"kind", "ib", "ipv4", "mac"}, `"ib" or "ipv4"`},
+		{"delya", []string{"rate", "delay", "mtu"}, `"delay"`},
+		{"si", []string{"size", "sl"}, `"sl" or "size"`},
+		{"cut_thru", []string{"cut_through", "trust"}, `"cut_through"`},
+		{"max_events", []string{"max_vls", "sm"}, ``},
+		{"high_limit", []string{"ccti_limit", "ccti_timer"}, ``},
+		{"BUFFER_PGS", []string{"BUFFER_PG", "BUFFER_POOL"}, `"BUFFER_PG"`},
+		{"zzz", []string{"rate", "delay"}, ``},
+	} {
+		if got := didYouMean(c.k, c.known); got != c.want {
+			t.Errorf("%s among %v: %s, want %s", c.k, c.known, got, c.want)
+		}
+	}
+	// A node key near "kind" is a key, not a misspelt kind.
+	_, err := Parse("t.yaml", []byte("name: t\ntopology:\n  nodes:\n    h1: {lid: 5, knd: nic}\n"))
+	if err == nil || !strings.Contains(err.Error(), `topology.nodes.h1.knd: unknown key "knd" (did you mean "kind"? nic or switch)`) {
+		t.Errorf("lid and knd: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -66,7 +67,10 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 	if opt.Progress == nil {
 		opt.Progress = tbWriter{t}
 	}
-	if _, err := os.Stat(spec.File); err != nil && spec.source != nil {
+	if b, err := os.ReadFile(spec.File); spec.source != nil && (err != nil || !bytes.Equal(b, spec.source)) {
+		// Parsed from memory (or the file changed since): the daemons
+		// read the text it was parsed from, from a copy; the caller's
+		// spec keeps its name.
 		dir, err := os.MkdirTemp("", "emulab")
 		if err != nil {
 			t.Fatalf("lab file: %v", err)
@@ -80,7 +84,9 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		if err := os.WriteFile(p, spec.source, 0o600); err != nil {
 			t.Fatalf("lab file: %v", err)
 		}
-		spec.File = p
+		cp := *spec
+		cp.File = p
+		spec = &cp
 	}
 	l, err := Up(context.Background(), spec, opt)
 	if err != nil {

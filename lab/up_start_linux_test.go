@@ -299,7 +299,9 @@ func TestStartHelperExtras(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Parse("inline.yaml", []byte(strings.Replace(string(src), "name: two-hosts", "name: "+a.Name, 1)))
+	// Named after a file that exists and says something else: the
+	// parsed text is what comes up.
+	spec, err := Parse("../examples/two-hosts.yaml", []byte(strings.Replace(string(src), "name: two-hosts", "name: "+a.Name, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +309,9 @@ func TestStartHelperExtras(t *testing.T) {
 	t.Run("killed", func(t *testing.T) {
 		rec.T = t
 		l := Start(rec, spec, UpOptions{Hosts: HostsTAP})
+		if spec.File != "../examples/two-hosts.yaml" || l.Spec.File == spec.File || l.Spec.Name != a.Name {
+			t.Errorf("the caller's spec names %s, the lab's %s (%s)", spec.File, l.Spec.File, l.Spec.Name)
+		}
 		ip := l.Info.Node("h2").IP()
 		if !ip.IsValid() || l.Info.Node("sw1").IP().IsValid() {
 			t.Fatalf("h2's address %v, sw1's %v", ip, l.Info.Node("sw1").IP())

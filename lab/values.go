@@ -84,8 +84,8 @@ func (m *mapping) done(known ...string) {
 		if m.used[strings.ToLower(k)] {
 			continue
 		}
-		if s := closest(k, known); s != "" {
-			m.d.errorf(join(m.path, k), "unknown key %q (did you mean %q?)", k, s)
+		if s := didYouMean(k, known); s != "" {
+			m.d.errorf(join(m.path, k), "unknown key %q (did you mean %s?)", k, s)
 		} else if len(known) > 0 {
 			m.d.errorf(join(m.path, k), "unknown key %q (known keys: %s)", k, strings.Join(known, ", "))
 		} else {
@@ -94,30 +94,61 @@ func (m *mapping) done(known ...string) {
 	}
 }
 
-// closest returns the known key k most likely stands for (case folded):
-// the shortest one that begins with k ("ip" for ipv4, not ib a letter
-// away), else the nearest within an edit distance of 2, or of 2 in 5
-// letters for a long key ("cut_thru" for cut_through); "" when none is.
-func closest(k string, known []string) string {
+// suggest returns what k most likely stands for among known (case
+// folded), at most two: the nearest key one edit away, and the shortest
+// key that begins with k ("ip": ib, one letter off, or ipv4, cut short);
+// without either, the nearest within 2 edits, or 3 for a key of 8 letters
+// or more ("cut_thru": cut_through). A key far from all gets none: the
+// caller lists the known ones instead.
+func suggest(k string, known []string) []string {
 	lk := strings.ToLower(k)
-	best := ""
-	if len(lk) >= 2 {
-		for _, c := range known {
-			if lc := strings.ToLower(c); lc != lk && strings.HasPrefix(lc, lk) && (best == "" || len(c) < len(best)) {
-				best = c
-			}
-		}
-		if best != "" {
-			return best
-		}
-	}
-	bestD := max(2, len(lk)*2/5) + 1
+	best, bestD := "", 99
 	for _, c := range known {
 		if dist := editDistance(lk, strings.ToLower(c)); dist < bestD {
 			best, bestD = c, dist
 		}
 	}
-	return best
+	var out []string
+	if bestD <= 1 {
+		out = append(out, best)
+	}
+	if len(lk) >= 2 {
+		pre := ""
+		for _, c := range known {
+			if lc := strings.ToLower(c); lc != lk && strings.HasPrefix(lc, lk) && (pre == "" || len(c) < len(pre)) {
+				pre = c
+			}
+		}
+		if pre != "" && pre != best {
+			out = append(out, pre)
+		}
+	}
+	limit := 2
+	if len(lk) >= 8 {
+		limit = 3
+	}
+	if len(out) == 0 && bestD <= limit {
+		out = append(out, best)
+	}
+	return out
+}
+
+// closest is suggest's first answer, "" for none.
+func closest(k string, known []string) string {
+	if s := suggest(k, known); len(s) > 0 {
+		return s[0]
+	}
+	return ""
+}
+
+// didYouMean is suggest's answers quoted for a message: "ib" or "ipv4";
+// "" for none.
+func didYouMean(k string, known []string) string {
+	s := suggest(k, known)
+	for i := range s {
+		s[i] = strconv.Quote(s[i])
+	}
+	return strings.Join(s, " or ")
 }
 
 func editDistance(a, b string) int {
@@ -203,8 +234,8 @@ func (d *decoder) enum(path string, v any, allowed ...string) (string, bool) {
 			return a, true
 		}
 	}
-	if c := closest(s, allowed); c != "" {
-		d.errorf(path, "%q is not one of %s (did you mean %q?)", s, strings.Join(allowed, ", "), c)
+	if c := didYouMean(s, allowed); c != "" {
+		d.errorf(path, "%q is not one of %s (did you mean %s?)", s, strings.Join(allowed, ", "), c)
 	} else {
 		d.errorf(path, "%q is not one of %s", s, strings.Join(allowed, ", "))
 	}

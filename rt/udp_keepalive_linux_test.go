@@ -3,6 +3,7 @@ package rt
 import (
 	"bytes"
 	"net/netip"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -132,21 +133,16 @@ func TestUDPNoFlapOnFirstDownHello(t *testing.T) {
 		if err := a.u.Connect(b.u.LocalAddr()); err != nil {
 			t.Fatal(err)
 		}
-		// b hears a (up) and a hears b: wait for b's side, then look at a's.
-		b.want(t, true, "a is up")
-		for deadline := time.After(50 * time.Millisecond); ; {
-			select {
-			case up := <-a.states:
-				if up {
-					t.Fatalf("round %d: a peer heard first in a keepalive saying down showed up", i)
-				}
-				continue
-			case <-deadline:
-			}
-			break
-		}
+		// a's first change is from silent to heard, and down: never up.
+		a.want(t, false, "b, set down, is heard")
 		if st := a.u.PeerState(); st.Up || st.Silent {
 			t.Fatalf("round %d: %+v, want down and heard", i, st)
+		}
+		b.want(t, true, "a is up")
+		select {
+		case up := <-a.states:
+			t.Fatalf("round %d: a second change, to %v, with b still set down", i, up)
+		case <-time.After(50 * time.Millisecond):
 		}
 		a.u.Close()
 		b.u.Close()
@@ -182,14 +178,16 @@ func TestUDPCallbackDoesNotBlockState(t *testing.T) {
 	}
 }
 
-// TestUDPCloseRacesConnect: Close while Connect starts the keepalives
-// leaves no goroutine behind (and no WaitGroup misuse under -race).
+// TestUDPCloseRacesConnect: Close racing Connect never starts the
+// keepalives after Close waited for them (a WaitGroup Add after its Wait,
+// which -race reports), and leaves no goroutine behind.
 func TestUDPCloseRacesConnect(t *testing.T) {
 	peer, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer peer.Close()
+	before := runtime.NumGoroutine()
 	for range 500 {
 		u, err := ListenUDP(netip.MustParseAddrPort("127.0.0.1:0"))
 		if err != nil {
@@ -199,12 +197,13 @@ func TestUDPCloseRacesConnect(t *testing.T) {
 		go func() { u.Connect(peer.LocalAddr()); close(done) }()
 		u.Close()
 		<-done
-		u.peer.mu.Lock()
-		started, closed := u.peer.started, u.peer.closed
-		u.peer.mu.Unlock()
-		if started && !closed {
-			t.Fatal("keepalive started after Close")
-		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > before+2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before+2 {
+		t.Errorf("%d goroutines after 500 closed links, %d before", n, before)
 	}
 }
 
