@@ -61,6 +61,22 @@ func (o *outQueue) pop() {
 	o.head = (o.head + 1) & (len(o.buf) - 1)
 	o.n--
 }
+// drop removes res's entry (a READ or atomic being answered again), the
+// others keeping their order.
+func (o *outQueue) drop(res *respRes) {
+	k := 0
+	for i := range o.n {
+		if e := o.buf[(o.head+i)&(len(o.buf)-1)]; e.res != res {
+			o.buf[(o.head+k)&(len(o.buf)-1)] = e
+			k++
+		}
+	}
+	for i := k; i < o.n; i++ {
+		o.buf[(o.head+i)&(len(o.buf)-1)] = respOut{}
+	}
+	o.n = k
+}
+
 func (o *outQueue) clear() {
 	for o.n > 0 {
 		if e := o.front(); e.res != nil {
@@ -83,6 +99,9 @@ type respRes struct {
 	buf       []byte // READ: the bytes from firstPSN on
 	orig      uint64 // atomic: the value found at the address
 	pending   bool   // in the output queue
+	// replay: pending to answer a duplicate, after the first answer was
+	// sent whole (respDuplicate).
+	replay bool
 }
 
 type responder struct {
@@ -332,8 +351,19 @@ func (q *QP) respCheckResource(c *respCtx) respState {
 		return respErrRNR
 	}
 	if f.Has(bth.Read) || f.Has(bth.Atomic) {
-		if r.res[r.resNext].pending {
-			return respErrInvalid // more than max_dest_rd_atomic outstanding
+		if s := &r.res[r.resNext]; s.pending {
+			if !s.replay {
+				return respErrInvalid // more than max_dest_rd_atomic outstanding
+			}
+			// The oldest resource is answering a duplicate again, but
+			// this new request shows the requester has finished that
+			// one (it keeps at most max_rd_atomic outstanding): the
+			// replay is moot, and the resource is taken back, as rxe
+			// reclaims its oldest. A requester whose ACK timer fired
+			// while the first answer was on its way sends such
+			// duplicates.
+			r.out.drop(s)
+			s.pending, s.replay = false, false
 		}
 	}
 	return respCheckLength
@@ -553,7 +583,7 @@ func (q *QP) respDuplicate(c *respCtx) respState {
 				}
 				res.firstPSN, res.cur, res.buf = c.psn, c.psn, buf
 				if !res.pending {
-					res.pending = true
+					res.pending, res.replay = true, true
 					q.queueOut(respOut{kind: outRead, res: res})
 				}
 				return respDone
@@ -563,7 +593,7 @@ func (q *QP) respDuplicate(c *respCtx) respState {
 		for i := range r.res {
 			if res := &r.res[i]; res.used && res.atomic && res.origFirst == c.psn {
 				if !res.pending {
-					res.pending = true
+					res.pending, res.replay = true, true
 					q.queueOut(respOut{kind: outAtomic, res: res})
 				}
 				return respDone
