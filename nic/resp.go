@@ -61,6 +61,7 @@ func (o *outQueue) pop() {
 	o.head = (o.head + 1) & (len(o.buf) - 1)
 	o.n--
 }
+
 // drop removes res's entry (a READ or atomic being answered again), the
 // others keeping their order.
 func (o *outQueue) drop(res *respRes) {
