@@ -63,6 +63,10 @@ var ErrLabLocked = errors.New("lab is locked by another controller")
 
 // OpenState creates or opens the state directory of lab under root
 // ("" is DefaultStateRoot) and locks it; Close unlocks. An existing
+// ErrStateCorrupt is a state.json that does not decode: Teardown recovers
+// what it can from the rest of the state directory (recoverLeftovers).
+var ErrStateCorrupt = errors.New("the lab's state record is damaged")
+
 // state.json (a lab that was not torn down) is loaded.
 func OpenState(root, lab string) (*State, error) {
 	if root == "" {
@@ -96,7 +100,7 @@ func OpenState(root, lab string) (*State, error) {
 	case err == nil:
 		if err := json.Unmarshal(b, &s.rec); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("state %s: state.json: %w", dir, err)
+			return nil, fmt.Errorf("state %s: state.json: %w (%w: `%s` removes what the lab left behind)", dir, err, ErrStateCorrupt, downCommand(root, lab))
 		}
 	case !errors.Is(err, os.ErrNotExist):
 		s.Close()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -18,7 +19,9 @@ const nsKillWait = 5 * time.Second
 // TAPs whose owners are now dead, go with them), removes the socket files
 // and finally the state directory. It works from the state directory
 // alone, so it cleans up after kill -9 of any daemon or of the controller,
-// and it is idempotent: a lab that is not there is not an error.
+// and it is idempotent: a lab that is not there is not an error. A state
+// record that was lost or damaged is made up for from up.json, the
+// pidfiles and the namespaces named after the lab (recoverLeftovers).
 func Teardown(root, lab string, grace time.Duration) error {
 	if root == "" {
 		root = DefaultStateRoot
@@ -26,10 +29,19 @@ func Teardown(root, lab string, grace time.Duration) error {
 	if err := checkName(lab); err != nil {
 		return fmt.Errorf("lab name: %w", err)
 	}
-	if _, err := os.Stat(root + "/" + lab); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(root + "/" + lab); errors.Is(err, os.ErrNotExist) && len(prefixNamespaces(root, lab)) == 0 {
 		return nil
 	}
 	s, err := OpenState(root, lab)
+	if errors.Is(err, ErrStateCorrupt) {
+		// Set aside, then torn down from what the rest of the
+		// directory and the system show.
+		rec := filepath.Join(root, lab, "state.json")
+		if rerr := os.Rename(rec, rec+".damaged"); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		s, err = OpenState(root, lab)
+	}
 	if err != nil {
 		return err
 	}
@@ -40,6 +52,7 @@ func Teardown(root, lab string, grace time.Duration) error {
 // Teardown is the package-level Teardown for a state this process holds.
 func (s *State) Teardown(grace time.Duration) error {
 	var errs []error
+	s.recoverLeftovers()
 	s.mu.Lock()
 	procs := append([]nsProcEntry(nil), s.rec.Procs...)
 	s.mu.Unlock()

@@ -575,7 +575,7 @@ func readRecord(root, name string) (*nsRecord, error) {
 	}
 	var r nsRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", filepath.Join(root, name, "state.json"), err)
+		return nil, fmt.Errorf("%s: %w (%w: `%s` removes what the lab left behind)", filepath.Join(root, name, "state.json"), err, ErrStateCorrupt, downCommand(root, name))
 	}
 	return &r, nil
 }

@@ -32,7 +32,10 @@ namespaces (their interfaces and TAPs go with them), the socket files and the
 state directory.
 
 It works from the state directory alone, so it cleans up after kill -9 of any
-daemon or of emulab itself, in the middle of up or after it. A lab that is not
+daemon or of emulab itself, in the middle of up or after it. A state record
+lost or damaged by hand is made up for from the rest of the state directory
+(up.json, the pidfiles) and, with no state directory at all, from the
+namespaces named after the lab that no other lab records. A lab that is not
 up is not an error.`,
 		Example: `  sudo bin/emulab down two-hosts
   sudo bin/emulab down examples/two-hosts.yaml`,
@@ -54,8 +57,13 @@ func runDown(cmd *cobra.Command, arg string, fl *downFlags) error {
 	start := time.Now()
 	dir := filepath.Join(fl.stateDir, name)
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
-		fmt.Fprintf(cmd.OutOrStdout(), "lab %s is not up (no %s): nothing to remove\n", name, dir)
-		return nil
+		left := lab.LeftoverNamespaces(fl.stateDir, name)
+		if len(left) == 0 {
+			fmt.Fprintf(cmd.OutOrStdout(), "lab %s is not up (no %s): nothing to remove\n", name, dir)
+			return nil
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "lab %s has no state directory (%s) but left %d namespace(s) named after it (%s): removing them and what runs in them\n",
+			name, dir, len(left), strings.Join(left, " "))
 	}
 	if err := lab.Down(fl.stateDir, name, fl.grace); err != nil {
 		if errors.Is(err, lab.ErrLabLocked) {

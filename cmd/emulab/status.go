@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -66,6 +67,9 @@ func runStatus(cmd *cobra.Command, args []string, fl *statusFlags) error {
 			fmt.Fprintln(out)
 		}
 		st, err := lab.ReadStatus(fl.stateDir, name)
+		if errors.Is(err, lab.ErrStateCorrupt) {
+			return fmt.Errorf("lab %s: %w", name, err) // says what to do
+		}
 		if err != nil {
 			return fmt.Errorf("lab %s: %w (is it up? `emulab status` lists the labs)", name, err)
 		}
