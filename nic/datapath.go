@@ -46,6 +46,8 @@ type txQueue struct {
 	frames fifo
 	qps    []*QP
 	rr     int
+	// qpTurn: the queued frames went last, the QPs go next (kick).
+	qpTurn bool
 }
 
 // schedule puts q on its priority's active list and wakes the port.
@@ -96,8 +98,11 @@ func (n *NIC) armPort(t clock.Time) {
 
 // kick is the port timer: if the port is free, start the next frame.
 // MAC control frames go first, then priorities 7..0 strictly; a paused
-// priority is skipped; within a priority queued frames go before QPs and
-// QPs take turns. A QP whose pacing holds it back reports when it may send;
+// priority is skipped; within a priority the queued frames (the host's,
+// CNPs, MADs) and the QPs take turns, the QPs round-robin among
+// themselves: a host that keeps its queue full on the RDMA priority (TCP
+// over IPoIB on the RDMA VL) cannot starve the QPs, as an HCA serves
+// IPoIB's UD QP as one more QP. A QP whose pacing holds it back reports when it may send;
 // the timer is armed for the earliest such time or pause end. On an IB
 // port flow-control packets go first, and a VL whose head packet lacks
 // credit is skipped until the peer grants more (IBA 7.9.4).
@@ -148,12 +153,14 @@ func (n *NIC) kick() {
 			wake = min(wake, until)
 			continue
 		}
-		if f := tq.frames.pop(); f != nil {
-			if n.start(p, f, now) {
+		if tq.frames.n > 0 && (!tq.qpTurn || len(tq.qps) == 0) {
+			tq.qpTurn = true
+			if n.start(p, tq.frames.pop(), now) {
 				return
 			}
 			continue
 		}
+		pulled := false
 		for k := len(tq.qps); k > 0 && len(tq.qps) > 0; k-- {
 			if tq.rr >= len(tq.qps) {
 				tq.rr = 0
@@ -162,6 +169,7 @@ func (n *NIC) kick() {
 			f, at := q.pull(now)
 			if f != nil {
 				tq.rr++
+				tq.qpTurn, pulled = false, true
 				if n.start(p, f, now) {
 					return
 				}
@@ -173,6 +181,13 @@ func (n *NIC) kick() {
 			}
 			wake = min(wake, at)
 			tq.rr++
+		}
+		if !pulled && tq.frames.n > 0 {
+			// No QP may send now (paced, or done): the frames do not
+			// wait for their turn.
+			if n.start(p, tq.frames.pop(), now) {
+				return
+			}
 		}
 	}
 	if wake != clock.Never {
