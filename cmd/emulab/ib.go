@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -158,12 +159,17 @@ func runIBLive(cmd *cobra.Command, what, name string, fl *ibFlags) error {
 	if what == "nodes" && fl.list {
 		what = "list"
 	}
+	var dead []string
 	for _, n := range st.Info.Nodes {
 		if n.Kind != lab.KindNIC || n.Control == "" {
 			continue
 		}
 		var r nicd.Response
-		if err := lab.ControlRequest(n.Control, map[string]string{"op": "status"}, &r, 5*time.Second); err != nil || r.Status == nil || r.Status.SM == nil {
+		if err := lab.ControlRequest(n.Control, map[string]string{"op": "status"}, &r, 5*time.Second); err != nil {
+			dead = append(dead, n.Name)
+			continue
+		}
+		if r.Status == nil || r.Status.SM == nil {
 			continue
 		}
 		var out nicd.Response
@@ -174,6 +180,11 @@ func runIBLive(cmd *cobra.Command, what, name string, fl *ibFlags) error {
 			n.Name, r.Status.SM.HeavySweeps, r.Status.SM.LightSweeps, r.Status.SM.Nodes, r.Status.SM.LastSweepSMPs, r.Status.SM.LastSweepUs/1000)
 		_, err := io.WriteString(cmd.OutOrStdout(), out.Text)
 		return err
+	}
+	if spec, err := lab.Load(st.Info.File); err == nil && spec.IB != nil && spec.IB.SM != nil && slices.Contains(dead, spec.IB.SM.Host) {
+		// The file names the SM's host, whose daemon is gone: the ports
+		// keep the LIDs and tables it set, as on a fabric whose SM died.
+		return fmt.Errorf("lab %s: the subnet manager runs in %s's emunic, which does not answer (`emulab status %s`); the ports keep what it set, and `emulab stats %s/NODE` shows each HCA's port", name, spec.IB.SM.Host, name, name)
 	}
 	return fmt.Errorf("lab %s: no emunic runs a subnet manager (the lab file has no ib.sm, or its LIDs are static)", name)
 }

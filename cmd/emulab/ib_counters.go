@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -55,20 +57,33 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 	case target.Kind != lab.KindNIC:
 		return fmt.Errorf("--node %s: a switch; counters reads HCA ports (emulab stats %s/%s shows a switch's)", fl.node, name, fl.node)
 	}
-	var from *lab.NodeInfo
+	// Asked from another HCA, the first whose emunic answers: a dead one
+	// (its daemon killed) is passed over.
+	var (
+		from *lab.NodeInfo
+		r    nicd.Response
+		errs []string
+	)
 	for i := range st.Info.Nodes {
 		n := &st.Info.Nodes[i]
-		if n.Kind == lab.KindNIC && n.Control != "" && n.Name != target.Name {
+		if n.Kind != lab.KindNIC || n.Control == "" || n.Name == target.Name {
+			continue
+		}
+		err := lab.ControlRequest(n.Control, &nicd.Request{Op: "perfquery", LID: target.LID}, &r, 5*time.Second)
+		if err == nil {
 			from = n
 			break
 		}
+		if !isDialError(err) {
+			return fmt.Errorf("%s asking %s (lid %d): %w", n.Name, target.Name, target.LID, err)
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", n.Name, err))
 	}
 	if from == nil {
-		return fmt.Errorf("lab %s: no other HCA to ask from", name)
-	}
-	var r nicd.Response
-	if err := lab.ControlRequest(from.Control, &nicd.Request{Op: "perfquery", LID: target.LID}, &r, 5*time.Second); err != nil {
-		return fmt.Errorf("%s asking %s (lid %d): %w", from.Name, target.Name, target.LID, err)
+		if len(errs) == 0 {
+			return fmt.Errorf("lab %s: no other HCA to ask from", name)
+		}
+		return fmt.Errorf("lab %s: no other HCA's emunic answers to ask %s's counters (`emulab status %s`): %s", name, target.Name, name, strings.Join(errs, "; "))
 	}
 	if r.PortCounters == nil {
 		return fmt.Errorf("%s asking %s: no counters in the answer", from.Name, target.Name)
@@ -94,4 +109,11 @@ func writePerfQuery(w io.Writer, lid uint16, from string, pc *mad.PortCountersFi
 	} {
 		fmt.Fprintf(w, "%s:%s%d\n", kv.k, strings.Repeat(".", max(1, 33-len(kv.k))), kv.v)
 	}
+}
+
+// isDialError reports an error from reaching a daemon's control socket
+// (the daemon is gone), not from what it answered.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }

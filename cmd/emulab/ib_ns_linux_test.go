@@ -323,5 +323,23 @@ func TestIBNamespaceSM(t *testing.T) {
 		t.Errorf("h16 link_downed %d, want 1", c["hw.link_downed"])
 	}
 	e.ping(t, l, "h1", "h16")
+
+	// The SM's host dies: the fabric keeps what it set (h5 reaches h12),
+	// `ib` says where the SM ran, and `ib counters` asks from another HCA.
+	var h1Pid int
+	for _, n := range st.Info.Nodes {
+		if n.Name == "h1" {
+			h1Pid = n.Pid
+		}
+	}
+	kill9(t, h1Pid)
+	_, errOut, code := e.run(t, "ib", "ports", l.name)
+	if code == 0 || !strings.Contains(errOut, "the subnet manager runs in h1's emunic, which does not answer") {
+		t.Errorf("ib ports with the SM's host dead: exit %d, %s", code, errOut)
+	}
+	if out, errOut, code := e.run(t, "ib", "counters", l.name, "--node", "h12"); code != 0 || !strings.Contains(out, "PortXmitData") {
+		t.Errorf("ib counters with h1 dead: exit %d\n%s\n%s", code, out, errOut)
+	}
+	e.ping(t, l, "h5", "h12")
 	e.down(t, l, socks)
 }
