@@ -111,11 +111,40 @@ func prefixNamespaces(root, lab string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if n := e.Name(); strings.HasPrefix(n, prefix) && len(n) > len(prefix) && !others[n] {
+		if n := e.Name(); strings.HasPrefix(n, prefix) && len(n) > len(prefix) && !others[n] && !ownedElsewhere(n, filepath.Join(root, lab)) {
 			out = append(out, n)
 		}
 	}
 	return out
+}
+
+// ownedElsewhere reports whether a daemon in namespace ns belongs to a lab
+// whose state directory is not dir and still holds its record: the same
+// lab name brought up under another state root (--state-dir), which is
+// alive and not ours to take down.
+func ownedElsewhere(ns, dir string) bool {
+	pids, _ := nsPidsIn(ns)
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] != "--control" {
+				continue
+			}
+			// <root>/<lab>/sock/ctl-<node>.sock
+			owner := filepath.Dir(filepath.Dir(args[i+1]))
+			if owner == dir {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(owner, "state.json")); err == nil {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // LeftoverNamespaces lists the namespaces a lab without a state directory

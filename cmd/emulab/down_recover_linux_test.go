@@ -15,6 +15,22 @@ import (
 func TestDownRecovers(t *testing.T) {
 	e := newUpEnv(t)
 	l := e.lab(t, "testdata/up/two-hosts.yaml")
+
+	// The same lab name under another state directory is not a leftover:
+	// down there must not touch the lab that is up here.
+	t.Run("another state directory", func(t *testing.T) {
+		e.up(t, l, "nic")
+		other := t.TempDir()
+		out, errOut, code := e.runIn(t, other, "down", l.name)
+		if code != 0 || !strings.Contains(out, "is not up") {
+			t.Errorf("down under %s: exit %d, %s%s", other, code, out, errOut)
+		}
+		if st := e.mustRun(t, "status", l.name); !strings.Contains(st, "up") || strings.Contains(st, "dead") {
+			t.Errorf("the lab after a down under another state directory:\n%s", st)
+		}
+		e.ping(t, l, "h1", "h2")
+		e.down(t, l, nil)
+	})
 	for _, c := range []struct {
 		name   string
 		damage func(dir string) error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -389,5 +390,18 @@ func TestRetryHint(t *testing.T) {
 	other := errors.New("data check failed")
 	if err := retryHint(other, &perfPlan{}); err != other {
 		t.Errorf("other error changed: %v", err)
+	}
+}
+
+// TestGoneHint: an EOF from an emunic's control connection says what it
+// likely means; other errors pass unchanged.
+func TestGoneHint(t *testing.T) {
+	err := goneHint(fmt.Errorf("write_bw 65536 bytes: QP 0: %w", io.EOF), "ch1")
+	if err == nil || !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "an emunic closed its control connection during the run") || !strings.Contains(err.Error(), "`emulab status ch1`") {
+		t.Errorf("EOF: %v", err)
+	}
+	other := errors.New("data check failed")
+	if goneHint(other, "ch1") != other || goneHint(nil, "ch1") != nil {
+		t.Error("other errors changed")
 	}
 }

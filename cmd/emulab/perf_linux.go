@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -200,7 +201,16 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			return fmt.Errorf("--out_json %s: %w", plan.outJSON, err)
 		}
 	}
-	return retryHint(runErr, plan)
+	return goneHint(retryHint(runErr, plan), src.Lab)
+}
+
+// goneHint explains an emunic that closed its control connection in the
+// middle of a run (killed, or its lab taken down): the bare error is EOF.
+func goneHint(err error, labName string) error {
+	if err == nil || !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+		return err
+	}
+	return fmt.Errorf("%w (an emunic closed its control connection during the run: killed, or the lab was taken down? `emulab status %s`)", err, labName)
 }
 
 // retryHint explains a transport retry error: on an emulated fabric it is

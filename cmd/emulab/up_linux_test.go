@@ -75,6 +75,16 @@ func (e *upEnv) run(t *testing.T, sub string, args ...string) (stdout, stderr st
 	return o.String(), er.String(), code
 }
 
+// runIn runs `emulab SUB --state-dir ROOT args...` under another state
+// root.
+func (e *upEnv) runIn(t *testing.T, root, sub string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	saved := e.state
+	e.state = root
+	defer func() { e.state = saved }()
+	return e.run(t, sub, args...)
+}
+
 // mustRun runs emulab and fails the test unless it exits 0.
 func (e *upEnv) mustRun(t *testing.T, sub string, args ...string) string {
 	t.Helper()
