@@ -452,13 +452,15 @@ func icrcOK(b []byte) bool {
 	if !ok {
 		return true
 	}
-	var end int
+	var end, hdr int
 	if b[l3]>>4 == 4 {
-		end = l3 + int(binary.BigEndian.Uint16(b[l3+2:]))
+		end, hdr = l3+int(binary.BigEndian.Uint16(b[l3+2:])), int(b[l3]&0x0f)*4
 	} else {
-		end = l3 + wire.IPv6Size + int(binary.BigEndian.Uint16(b[l3+4:]))
+		end, hdr = l3+wire.IPv6Size+int(binary.BigEndian.Uint16(b[l3+4:])), wire.IPv6Size
 	}
-	if end > len(b) || end < l3+wire.IPv4MinSize+wire.UDPSize+bth.ICRCSize {
+	// A datagram too short for a BTH and an ICRC has no ICRC to be wrong:
+	// it is malformed, not corrupted.
+	if end > len(b) || end < l3+hdr+wire.UDPSize+bth.BTHSize+bth.ICRCSize {
 		return true
 	}
 	return bth.VerifyICRCRoCE(b[l3:end])

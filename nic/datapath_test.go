@@ -268,3 +268,44 @@ func TestSetRate(t *testing.T) {
 		t.Errorf("rate %d after SetRate(1e9) and SetRate(0)", p.a.Config().Rate)
 	}
 }
+
+// TestTruncatedRoCECountedMalformed: a UDP 4791 datagram too short for a
+// BTH and an ICRC is malformed (rx_malformed_roce), not corrupted; a
+// whole frame with a flipped payload byte fails its ICRC (rx_icrc_errors).
+func TestTruncatedRoCECountedMalformed(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	build := func() *frame.Frame {
+		var rf bth.RoCEFields
+		rf.Ethernet = wire.EthernetFields{Dst: p.b.cfg.MAC, Src: p.a.cfg.MAC}
+		rf.Src, rf.Dst, rf.DSCP = p.a.ip, p.b.ip, 26
+		rf.BTH = bth.BTHFields{OpCode: bth.UDSendOnly, PKey: 0xFFFF, DestQP: 0x777}
+		rf.Ext.DETH = bth.DETHFields{QKey: 1, SrcQP: 5}
+		rf.Payload = []byte("payload")
+		f := p.pool.Get(rf.FrameLen())
+		if _, err := bth.EncodeRoCE(f.Data, &rf); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	// 5 bytes of UDP payload: the IP and UDP lengths and the IP checksum
+	// say so, as a sender that cut it would write them.
+	f := build()
+	ip := wire.IPv4(f.Data[wire.EthernetSize:])
+	udp := f.Data[wire.EthernetSize+ip.HeaderLen():]
+	binary.BigEndian.PutUint16(udp[4:], wire.UDPSize+5)
+	binary.BigEndian.PutUint16(udp[6:], 0)
+	binary.BigEndian.PutUint16(ip[2:], uint16(ip.HeaderLen()+wire.UDPSize+5))
+	binary.BigEndian.PutUint16(ip[10:], 0)
+	binary.BigEndian.PutUint16(ip[10:], ip.CalculateChecksum())
+	f.SetLen(wire.EthernetSize + ip.HeaderLen() + wire.UDPSize + 5)
+	p.b.Receive(f)
+	if m, c := p.b.Count(RxMalformed), p.b.Count(RxICRCErr); m != 1 || c != 0 {
+		t.Errorf("truncated: rx_malformed_roce %d, rx_icrc_errors %d; want 1, 0", m, c)
+	}
+	g := build()
+	g.Data[len(g.Data)-6] ^= 0xFF // a payload byte
+	p.b.Receive(g)
+	if m, c := p.b.Count(RxMalformed), p.b.Count(RxICRCErr); m != 1 || c != 1 {
+		t.Errorf("corrupted: rx_malformed_roce %d, rx_icrc_errors %d; want 1, 1", m, c)
+	}
+}
