@@ -189,6 +189,12 @@ func (d *decoder) linkParams(f Fabric, m *mapping, lp *LinkParams) {
 	if v, p, ok := m.get("delay"); ok {
 		if t, ok := d.duration(p, v); ok {
 			lp.Delay = t
+			if t > clock.Second {
+				// A real lab's daemons hold rate × delay of frames in
+				// flight (100G × 1s is 12.5 GB): more than any machine
+				// has, and ping gives up first.
+				d.warnf(p, "delay %v: more than a second of the link's traffic is held in flight, in a real lab in the daemons' memory", t)
+			}
 		}
 	}
 	if v, p, ok := m.get("mtu"); ok {

@@ -450,3 +450,18 @@ func TestSuggest(t *testing.T) {
 		t.Errorf("lid and knd: %v", err)
 	}
 }
+
+// TestLongDelayWarned: a link delay above a second loads, with a warning.
+func TestLongDelayWarned(t *testing.T) {
+	spec, err := Parse("t.yaml", []byte("name: t\ntopology:\n  defaults: {delay: 3600s}\n  nodes:\n    sw1: {kind: switch}\n    h1: {kind: nic}\n  links:\n    - endpoints: [\"h1:eth0\", \"sw1:p1\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ws []string
+	for _, w := range spec.Warnings {
+		ws = append(ws, w.Error())
+	}
+	if all := strings.Join(ws, "\n"); !strings.Contains(all, "t.yaml:3: topology.defaults.delay: delay 3600s: more than a second") {
+		t.Errorf("warnings:\n%s", all)
+	}
+}
