@@ -33,7 +33,11 @@ daemons with their pids and whether they still run, and every daemon's ports as
 its control socket reports them (up, down, or waiting for the peer).
 
 It reads the state directory without locking it, so it also shows a lab whose
-up is still running or was killed; "down" removes such a lab.`,
+up is still running or was killed; "down" removes such a lab.
+
+Exit status 3 (as systemctl status for a unit that is not running) when a lab
+shown has a dead daemon or an up that did not finish, so that a script can
+check a lab's health; 0 when every lab shown is up whole.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStatus(cmd, args, &fl)
@@ -62,6 +66,7 @@ func runStatus(cmd *cobra.Command, args []string, fl *statusFlags) error {
 			return nil
 		}
 	}
+	var unwell []string
 	for i, name := range names {
 		if i > 0 {
 			fmt.Fprintln(out)
@@ -73,12 +78,22 @@ func runStatus(cmd *cobra.Command, args []string, fl *statusFlags) error {
 		if err != nil {
 			return fmt.Errorf("lab %s: %w (is it up? `emulab status` lists the labs)", name, err)
 		}
-		writeStatus(out, st)
+		if !writeStatus(out, st) {
+			unwell = append(unwell, name)
+		}
+	}
+	if len(unwell) > 0 {
+		return &exitError{code: exitUnwell, err: fmt.Errorf("not up whole: %s (above)", strings.Join(unwell, ", "))}
 	}
 	return nil
 }
 
-func writeStatus(w io.Writer, st *lab.LabStatus) {
+// exitUnwell is status's exit status for a lab that is not up whole.
+const exitUnwell = 3
+
+// writeStatus prints one lab's status and reports whether it is up whole:
+// up finished (or is running) and no daemon died.
+func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 	state := "up"
 	switch {
 	case st.Info == nil && st.Locked:
@@ -154,10 +169,10 @@ func writeStatus(w io.Writer, st *lab.LabStatus) {
 	}
 	tw.Flush()
 
+	var unreachable []string
 	if st.Info != nil {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  PORT\tPEER\tLINK\tTRANSPORT")
-		var unreachable []string
 		for _, n := range st.Info.Nodes {
 			if n.Control == "" {
 				continue
@@ -187,4 +202,5 @@ func writeStatus(w io.Writer, st *lab.LabStatus) {
 		}
 	}
 	fmt.Fprintf(w, "  sockets: %d recorded, %d present\n", len(st.Sockets), present)
+	return st.Info != nil && dead == 0 && len(unreachable) == 0
 }

@@ -422,8 +422,10 @@ func testUpHosts(t *testing.T, e *upEnv, hosts string) {
 
 	// kill -9 of the switch.
 	kill9(t, e.pid(t, l, "emuswitch-sw1"))
-	if st := e.mustRun(t, "status", l.name); !strings.Contains(st, "(dead)") || !strings.Contains(st, ": up, 1 daemon dead (") {
-		t.Errorf("status after kill -9 of emuswitch:\n%s", st)
+	// status shows it, and exits 3 for a script to see.
+	if st, errOut, code := e.run(t, "status", l.name); code != exitUnwell || !strings.Contains(st, "(dead)") || !strings.Contains(st, ": up, 1 daemon dead (") ||
+		!strings.Contains(errOut, "not up whole: "+l.name) {
+		t.Errorf("status after kill -9 of emuswitch: exit %d\n%s\n%s", code, st, errOut)
 	}
 	// stats of the dead daemon says what is wrong.
 	if _, errOut, code := e.run(t, "stats", l.node("sw1")); code == 0 || !strings.Contains(errOut, "sw1's daemon does not answer on its control socket") {
