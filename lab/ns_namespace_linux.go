@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -208,4 +209,41 @@ func (n *Namespace) LinkNames() ([]string, error) {
 		names[i] = l.Attrs().Name
 	}
 	return names, nil
+}
+
+// ownerAliasPrefix starts the alias up gives a lab namespace's lo: the
+// lab's state directory follows. It is the namespace's proof of ownership
+// when the lab's state record is lost (recoverLeftovers).
+const ownerAliasPrefix = "emufabric lab "
+
+// MarkOwner records on the namespace's lo that the lab whose state
+// directory is dir owns it.
+func (n *Namespace) MarkOwner(dir string) error {
+	l, err := n.link("lo")
+	if err != nil {
+		return err
+	}
+	if err := n.nl.LinkSetAlias(l, ownerAliasPrefix+dir); err != nil {
+		return fmt.Errorf("namespace %s: mark lo: %w", n.Name, err)
+	}
+	return nil
+}
+
+// namespaceOwner reads the state directory named on the namespace's lo,
+// "" when it has no mark (not a namespace up made, or made before marks).
+func namespaceOwner(name string) string {
+	ns, err := OpenNamespace(name)
+	if err != nil {
+		return ""
+	}
+	defer ns.Close()
+	l, err := ns.link("lo")
+	if err != nil {
+		return ""
+	}
+	a := l.Attrs().Alias
+	if !strings.HasPrefix(a, ownerAliasPrefix) {
+		return ""
+	}
+	return strings.TrimPrefix(a, ownerAliasPrefix)
 }

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +18,10 @@ import (
 // recoverLeftovers adds to s's record, without saving it:
 //   - the namespaces of up.json's nodes when up.json is readable; else,
 //     only when the record names no namespace at all, those under
-//     /run/netns named NamespacePrefix+lab+"-..." that no other lab under
-//     the root records (lab w2-x's emu-w2-x-h1 is not lab w2's);
+//     /run/netns named NamespacePrefix+lab+"-..." whose lo carries this
+//     state directory's mark (MarkOwner: lab w2-x's emu-w2-x-h1 is not
+//     lab w2's, a lab of the same name under another state directory is
+//     not this one, and a namespace someone made by hand has no mark);
 //   - the daemons of run/*.pid whose command line names this state
 //     directory (a pid reused by another program does not);
 //   - the files under sock/.
@@ -56,15 +57,15 @@ func (s *State) recoverLeftovers() (namespaces, procs int) {
 		if err != nil {
 			continue
 		}
+		name := strings.TrimSuffix(filepath.Base(pf), ".pid")
 		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err != nil || pid <= 1 || !cmdlineNames(pid, s.Dir) {
+		if err != nil || pid <= 1 || !isLabDaemon(pid, name, s.Dir) {
 			continue
 		}
 		start, err := nsStartTime(pid)
 		if err != nil {
 			continue
 		}
-		name := strings.TrimSuffix(filepath.Base(pf), ".pid")
 		s.mu.Lock()
 		if !slices.ContainsFunc(s.rec.Procs, func(p nsProcEntry) bool { return p.Pid == pid }) {
 			s.rec.Procs = append(s.rec.Procs, nsProcEntry{Name: name, Pid: pid, StartTime: start})
@@ -85,66 +86,21 @@ func (s *State) recoverLeftovers() (namespaces, procs int) {
 }
 
 // prefixNamespaces lists the namespaces named after lab under /run/netns
-// that no other lab under root records, in its state.json or its up.json.
+// that up marked as this lab's under root (MarkOwner).
 func prefixNamespaces(root, lab string) []string {
 	ents, err := os.ReadDir(NetnsDir)
 	if err != nil {
 		return nil
 	}
 	prefix := NamespacePrefix + lab + "-"
-	others := map[string]bool{}
-	dirs, _ := os.ReadDir(root)
-	for _, d := range dirs {
-		if !d.IsDir() || d.Name() == lab {
-			continue
-		}
-		if rec, err := readRecord(root, d.Name()); err == nil {
-			for _, ns := range rec.Namespaces {
-				others[ns] = true
-			}
-		}
-		if info, err := readUpInfo(root, d.Name()); err == nil {
-			for _, n := range info.Nodes {
-				others[n.Namespace] = true
-			}
-		}
-	}
+	dir := filepath.Join(absRoot(root), lab)
 	var out []string
 	for _, e := range ents {
-		if n := e.Name(); strings.HasPrefix(n, prefix) && len(n) > len(prefix) && !others[n] && !ownedElsewhere(n, filepath.Join(root, lab)) {
+		if n := e.Name(); strings.HasPrefix(n, prefix) && len(n) > len(prefix) && namespaceOwner(n) == dir {
 			out = append(out, n)
 		}
 	}
 	return out
-}
-
-// ownedElsewhere reports whether a daemon in namespace ns belongs to a lab
-// whose state directory is not dir and still holds its record: the same
-// lab name brought up under another state root (--state-dir), which is
-// alive and not ours to take down.
-func ownedElsewhere(ns, dir string) bool {
-	pids, _ := nsPidsIn(ns)
-	for _, pid := range pids {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		for i := 0; i+1 < len(args); i++ {
-			if args[i] != "--control" {
-				continue
-			}
-			// <root>/<lab>/sock/ctl-<node>.sock
-			owner := filepath.Dir(filepath.Dir(args[i+1]))
-			if owner == dir {
-				continue
-			}
-			if _, err := os.Stat(filepath.Join(owner, "state.json")); err == nil {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // LeftoverNamespaces lists the namespaces a lab without a state directory
@@ -159,9 +115,36 @@ func LeftoverNamespaces(root, lab string) []string {
 	return prefixNamespaces(root, lab)
 }
 
-// cmdlineNames reports whether pid's command line holds dir (a daemon of
-// this lab names its control socket under it).
-func cmdlineNames(pid int, dir string) bool {
+// isLabDaemon reports whether pid is the daemon a pidfile called name
+// (emuswitch-sw1) records for the lab whose state directory is dir: the
+// binary its name begins with, run with its control socket under dir/sock
+// (a reused pid, or a program that merely names the directory, is not).
+func isLabDaemon(pid int, name, dir string) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	return err == nil && bytes.Contains(b, []byte(dir+"/"))
+	if err != nil {
+		return false
+	}
+	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	bin, _, _ := strings.Cut(name, "-")
+	if len(args) == 0 || filepath.Base(args[0]) != bin {
+		return false
+	}
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--control" && strings.HasPrefix(args[i+1], dir+"/sock/") {
+			return true
+		}
+	}
+	return false
+}
+
+// absRoot is root as an absolute path (the marks and the daemons'
+// arguments name absolute state directories).
+func absRoot(root string) string {
+	if root == "" {
+		root = DefaultStateRoot
+	}
+	if a, err := filepath.Abs(root); err == nil {
+		return a
+	}
+	return root
 }

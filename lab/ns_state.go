@@ -69,9 +69,9 @@ var ErrStateCorrupt = errors.New("the lab's state record is damaged")
 
 // state.json (a lab that was not torn down) is loaded.
 func OpenState(root, lab string) (*State, error) {
-	if root == "" {
-		root = DefaultStateRoot
-	}
+	// Absolute: the daemons' arguments and the namespaces' owner marks
+	// name it, and are read from other working directories.
+	root = absRoot(root)
 	if err := checkName(lab); err != nil {
 		return nil, fmt.Errorf("lab name: %w", err)
 	}

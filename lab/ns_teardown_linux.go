@@ -46,13 +46,15 @@ func Teardown(root, lab string, grace time.Duration) error {
 		return err
 	}
 	defer s.Close()
+	// Only here, on the way down: up's own clean-up after a failure
+	// tears down what it recorded, never what it finds by name.
+	s.recoverLeftovers()
 	return s.Teardown(grace)
 }
 
 // Teardown is the package-level Teardown for a state this process holds.
 func (s *State) Teardown(grace time.Duration) error {
 	var errs []error
-	s.recoverLeftovers()
 	s.mu.Lock()
 	procs := append([]nsProcEntry(nil), s.rec.Procs...)
 	s.mu.Unlock()

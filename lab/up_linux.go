@@ -219,7 +219,8 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 			}
 			return l, err
 		}
-		if pn.iface != nil {
+		err = ns.MarkOwner(s.Dir)
+		if err == nil && pn.iface != nil {
 			err = hostIPv4Only(ns)
 		}
 		ns.Close()

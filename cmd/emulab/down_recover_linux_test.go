@@ -2,9 +2,12 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/emufabric/emufabric/lab"
 )
 
 // TestDownRecovers: a lab whose state record was lost or damaged by hand
@@ -17,9 +20,10 @@ func TestDownRecovers(t *testing.T) {
 	l := e.lab(t, "testdata/up/two-hosts.yaml")
 
 	// The same lab name under another state directory is not a leftover:
-	// down there must not touch the lab that is up here.
+	// down there must not touch the lab that is up here, not even its
+	// host namespaces that no daemon runs in (--hosts tap).
 	t.Run("another state directory", func(t *testing.T) {
-		e.up(t, l, "nic")
+		e.up(t, l, "tap")
 		other := t.TempDir()
 		out, errOut, code := e.runIn(t, other, "down", l.name)
 		if code != 0 || !strings.Contains(out, "is not up") {
@@ -30,6 +34,37 @@ func TestDownRecovers(t *testing.T) {
 		}
 		e.ping(t, l, "h1", "h2")
 		e.down(t, l, nil)
+	})
+
+	// Only namespaces up marked as this lab's are taken: not a user's own
+	// namespace that happens to be named emu-<lab>-x, and not those of a
+	// lab whose name begins with this one's ("L" and "L-1") whose state
+	// directory is gone.
+	t.Run("not ours", func(t *testing.T) {
+		short := l.name[:strings.LastIndexByte(l.name, '-')] // uptwoNNNNN-k: uptwoNNNNN
+		mine := lab.NamespacePrefix + short + "-mine"
+		if out, err := exec.Command("ip", "netns", "add", mine).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns add: %v %s", err, out)
+		}
+		defer exec.Command("ip", "netns", "del", mine).Run()
+		e.up(t, l, "nic")
+		if err := os.RemoveAll(filepath.Join(e.state, l.name)); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := e.run(t, "down", short)
+		if code != 0 || !strings.Contains(out, "is not up") {
+			t.Errorf("down %s: exit %d, %s%s", short, code, out, errOut)
+		}
+		for _, ns := range []string{mine, lab.NamespacePrefix + l.name + "-h1"} {
+			if !lab.NamespaceExists(ns) {
+				t.Errorf("down %s removed %s", short, ns)
+			}
+		}
+		// Its own down still finds it by its marks.
+		if out := e.mustRun(t, "down", l.name); !strings.Contains(out, "left 3 namespace(s)") {
+			t.Errorf("down %s: %s", l.name, out)
+		}
+		e.checkGone(t, l, nil)
 	})
 	for _, c := range []struct {
 		name   string
