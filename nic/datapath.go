@@ -99,10 +99,11 @@ func (n *NIC) armPort(t clock.Time) {
 // kick is the port timer: if the port is free, start the next frame.
 // MAC control frames go first, then priorities 7..0 strictly; a paused
 // priority is skipped; within a priority the queued frames (the host's,
-// CNPs, MADs) and the QPs take turns, the QPs round-robin among
-// themselves: a host that keeps its queue full on the RDMA priority (TCP
-// over IPoIB on the RDMA VL) cannot starve the QPs, as an HCA serves
-// IPoIB's UD QP as one more QP. A QP whose pacing holds it back reports when it may send;
+// CNPs, MADs) and the QPs take turns, one in two while both have
+// something to send, the QPs round-robin among themselves: a host that
+// keeps its queue full on the RDMA priority (TCP over IPoIB on the RDMA
+// VL) cannot starve the QPs, as an HCA's arbiter does not let IPoIB's UD
+// QP starve the others. A QP whose pacing holds it back reports when it may send;
 // the timer is armed for the earliest such time or pause end. On an IB
 // port flow-control packets go first, and a VL whose head packet lacks
 // credit is skipped until the peer grants more (IBA 7.9.4).

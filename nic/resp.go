@@ -81,7 +81,7 @@ func (o *outQueue) drop(res *respRes) {
 func (o *outQueue) clear() {
 	for o.n > 0 {
 		if e := o.front(); e.res != nil {
-			e.res.pending = false
+			e.res.pending, e.res.replay = false, false
 		}
 		o.pop()
 	}
@@ -690,7 +690,7 @@ func (q *QP) respond1() (*frame.Frame, bool) {
 	case outAtomic:
 		rf.BTH.OpCode, rf.BTH.PSN = bth.RCAtomicAcknowledge, e.res.origFirst
 		rf.Ext.AETH, rf.Ext.AtomicAckETH = ack, e.res.orig
-		e.res.pending = false
+		e.res.pending, e.res.replay = false, false
 		r.out.pop()
 	case outRead:
 		res := e.res
@@ -713,7 +713,7 @@ func (q *QP) respond1() (*frame.Frame, bool) {
 		payload = res.buf[off : off+min(mtu, total-off)]
 		res.cur = bth.PSNAdd(res.cur, 1)
 		if last {
-			res.pending = false
+			res.pending, res.replay = false, false
 			r.out.pop()
 		}
 		paced = true

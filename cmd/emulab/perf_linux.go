@@ -242,7 +242,11 @@ func stopOnSignal() (undo func()) {
 		select {
 		case s := <-ch:
 			fmt.Fprintf(os.Stderr, "\nemulab perf: interrupted (%v): no result for the size in progress\n", s)
-			os.Exit(130)
+			code := 130 // 128 + SIGINT, as a shell reports it
+			if s == syscall.SIGTERM {
+				code = 143
+			}
+			os.Exit(code)
 		case <-done:
 		}
 	}()
