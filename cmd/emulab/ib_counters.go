@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -57,8 +58,8 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 	case target.Kind != lab.KindNIC:
 		return fmt.Errorf("--node %s: a switch; counters reads HCA ports (emulab stats %s/%s shows a switch's)", fl.node, name, fl.node)
 	}
-	// Asked from another HCA, the first whose emunic answers: a dead one
-	// (its daemon killed) is passed over.
+	// Asked from another HCA, the first whose emunic answers: a dead or
+	// hung one (its daemon killed or stopped) is passed over.
 	var (
 		from *lab.NodeInfo
 		r    nicd.Response
@@ -74,7 +75,7 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 			from = n
 			break
 		}
-		if !isDialError(err) {
+		if !isDialError(err) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("%s asking %s (lid %d): %w", n.Name, target.Name, target.LID, err)
 		}
 		errs = append(errs, fmt.Sprintf("%s: %v", n.Name, err))
