@@ -397,11 +397,7 @@ traffic:
 	if !errors.As(err, &list) {
 		t.Fatalf("error %v", err)
 	}
-	var msgs []string
-	for _, e := range list {
-		msgs = append(msgs, e.Error())
-	}
-	all := strings.Join(msgs, "\n")
+	all := list.Error() // one problem a line
 	for _, want := range []string{`t.yaml:8: topology.nodes.h2: key "h2" repeats line 7`,
 		`t.yaml:14: traffic[0].size: size "64K": ambiguous unit "K"`} {
 		if !strings.Contains(all, want) {

@@ -1,11 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"io"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,30 +48,9 @@ func TestDemo(t *testing.T) {
 
 	// Ctrl-C after demo has run perf takes the lab down: perf's own
 	// handler (which ends `emulab perf` at once) is not demo's.
-	cmd := exec.Command(filepath.Join(e.bin, "emulab"), "demo", "--state-dir", e.state, "--bin-dir", e.bin, "-n", "50", "--iperf-time", "30s", l.file)
-	var errb strings.Builder
-	cmd.Stderr = &errb
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var seen strings.Builder
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		seen.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "RDMA_Write Latency Test") {
-			break
-		}
-	}
-	cmd.Process.Signal(os.Interrupt)
-	rest, _ := io.ReadAll(stdout)
-	seen.Write(rest)
-	werr := cmd.Wait()
-	if werr == nil || !strings.Contains(seen.String(), "lab "+l.name+" is down") || strings.Contains(errb.String(), "emulab perf: interrupted") {
-		t.Errorf("demo interrupted after perf: %v\nstdout:\n%s\nstderr:\n%s", werr, seen.String(), errb.String())
+	seen, errOut, werr := e.interruptAt(t, "RDMA_Write Latency Test", "demo", "--bin-dir", e.bin, "-n", "50", "--iperf-time", "30s", l.file)
+	if werr == nil || !strings.Contains(seen, "lab "+l.name+" is down") || strings.Contains(errOut, "emulab perf: interrupted") {
+		t.Errorf("demo interrupted after perf: %v\nstdout:\n%s\nstderr:\n%s", werr, seen, errOut)
 	}
 	e.checkGone(t, l, nil)
 

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/emufabric/emufabric/lab"
 )
@@ -254,34 +251,12 @@ func TestPerfLab(t *testing.T) {
 		// Ctrl-C ends a run at once with a line that says so; the emunics
 		// stop their loops with the closed connections, and the next run
 		// works.
-		cmd := exec.Command(filepath.Join(e.bin, "emulab"), "perf", "--state-dir", e.state, "write_bw", h1, h2, "-D", "30")
-		var errb strings.Builder
-		cmd.Stderr = &errb
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
 		// The table's header comes once the QPs are connected and the
 		// handler is in place: the run is under way.
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() && !strings.Contains(sc.Text(), "#bytes") {
-		}
-		go io.Copy(io.Discard, stdout)
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "emulab perf: interrupted (interrupt)") {
-				t.Errorf("interrupted run: %v, stderr %q", err, errb.String())
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("perf did not stop on SIGINT")
+		_, errOut, err := e.interruptAt(t, "#bytes", "perf", "write_bw", h1, h2, "-D", "30")
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errOut, "emulab perf: interrupted (interrupt)") {
+			t.Errorf("interrupted run: %v, stderr %q", err, errOut)
 		}
 		e.mustRun(t, "perf", "write_bw", h1, h2, "-n", "100")
 	})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -73,6 +74,40 @@ func (e *upEnv) run(t *testing.T, sub string, args ...string) (stdout, stderr st
 		code = ee.ExitCode()
 	}
 	return o.String(), er.String(), code
+}
+
+// interruptAt runs `emulab SUB --state-dir S args...`, sends it SIGINT once
+// a line of its standard output holds marker, and returns all it printed
+// and how it ended (killed, and the test failed, if it outlives 60 s).
+func (e *upEnv) interruptAt(t *testing.T, marker, sub string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(e.bin, "emulab"), append([]string{sub, "--state-dir", e.state}, args...)...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(pipe)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), marker) {
+			break
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	kill := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
+	rest, _ := io.ReadAll(pipe)
+	out.Write(rest)
+	err = cmd.Wait()
+	if !kill.Stop() {
+		t.Fatalf("emulab %s did not end within 60 s of SIGINT:\n%s", sub, out.String())
+	}
+	return out.String(), errb.String(), err
 }
 
 // runIn runs `emulab SUB --state-dir ROOT args...` under another state
