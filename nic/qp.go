@@ -216,8 +216,21 @@ type QP struct {
 	retryTimer clock.Timer
 	rnrTimer   clock.Timer
 
+	// wrote is called when an RDMA WRITE has been placed (SetWriteNotify).
+	wrote func()
+
 	Stats QPStats
 }
+
+// SetWriteNotify sets a function called on the NIC's loop each time an
+// RDMA WRITE without immediate data has been placed whole in this QP's
+// memory (its last packet executed; RC and UC deliver in order, so every
+// byte before it is in place too). Such a WRITE consumes no receive WQE
+// and completes nothing at the responder: a program waiting for one polls
+// the bytes, as perftest's write_lat polls the last byte of its buffer. A
+// daemon that plays the program waits for this instead of spinning on a
+// CPU the emulator needs. f must not block; nil removes it.
+func (q *QP) SetWriteNotify(f func()) { q.wrote = f }
 
 // QPN is the QP number.
 func (q *QP) QPN() uint32 { return q.qpn }

@@ -514,6 +514,9 @@ func (q *QP) respExecute(c *respCtx) respState {
 		if f.Has(bth.Send) || f.Has(bth.HasImmDt) {
 			return respComplete
 		}
+		if q.wrote != nil {
+			q.wrote()
+		}
 	}
 	return respAcknowledge
 }

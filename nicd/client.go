@@ -236,6 +236,14 @@ func (c *Client) PerfRecv(p *RecvParams) (*RecvResult, error) {
 	return r.Recv, nil
 }
 
+// PerfPong runs the server's side of a ping-pong latency run in the
+// daemon (perf_pong.go) and returns when every message has been answered
+// and the answers have completed.
+func (c *Client) PerfPong(p *PongParams) error {
+	_, err := c.Call(&Request{Op: "perf_pong", Pong: p}, -1)
+	return err
+}
+
 // PerfLat runs ib_write_lat / ib_read_lat's loop in the daemon and
 // returns each message's post-to-completion time.
 func (c *Client) PerfLat(p *LatParams) ([]time.Duration, error) {

@@ -197,7 +197,7 @@ func (s *controlServer) serveConn(c *net.UnixConn) {
 				s.d.log.Printf("capture: %v", err)
 			}
 			return
-		} else if req.Op == "perf_bw" || req.Op == "perf_lat" || req.Op == "perf_recv" {
+		} else if req.Op == "perf_bw" || req.Op == "perf_lat" || req.Op == "perf_recv" || req.Op == "perf_pong" {
 			// The run takes as long as the client asked (-D): if the
 			// client goes away meanwhile (Ctrl-C), the run stops.
 			resp = s.whileConnected(c, br, sess, func() *Response { return s.d.handle(sess, &req, fr) })

@@ -55,6 +55,14 @@ func pairOfDaemons(t testing.TB, spec *lab.Spec) (d [2]*Daemon, ctl [2]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return daemonsOn(t, spec, a, b)
+}
+
+// daemonsOn starts h1 and h2 in this process on the ends a and b of a
+// link, each with a control socket.
+func daemonsOn(t testing.TB, spec *lab.Spec, a, b rt.Link) (d [2]*Daemon, ctl [2]string) {
+	t.Helper()
+	var err error
 	dir := t.TempDir()
 	for i, link := range []rt.Link{a, b} {
 		node := []string{"h1", "h2"}[i]

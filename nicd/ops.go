@@ -65,6 +65,8 @@ func (d *Daemon) handle(s *session, req *Request, fr *fdReader) *Response {
 		resp, err = s.perfLat(req)
 	case "perf_recv":
 		resp, err = s.perfRecv(req)
+	case "perf_pong":
+		resp, err = s.perfPong(req)
 	case "":
 		err = errors.New(`request without "op"`)
 	default:

@@ -223,10 +223,12 @@ func (r LatencyResult) Percentile(p float64) time.Duration {
 }
 
 // Latency is ib_write_lat / ib_read_lat / ib_send_lat's measurement seen
-// from A: one message in flight, each timed from its post to its
-// completion, in A's daemon (perf_lat), as perftest runs next to its
-// RNIC, so a sample is the fabric's round trip through the daemons. For
-// SEND, B's daemon posts a receive for each message (perf_recv).
+// from A, one message in flight, run in the daemons as perftest runs next
+// to its RNIC. WRITE and SEND play perftest's ping-pong: B's daemon
+// answers each message with one of its own from B's buffer into A's
+// (perf_pong), and a sample is half the time from A's post to the
+// answer's arrival, one trip across the fabric. READ is a round trip by
+// nature: a sample is the time from the post to the completion.
 func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) {
 	res := LatencyResult{Op: op, Size: size}
 	switch op {
@@ -237,17 +239,65 @@ func (p *Pair) Latency(op nic.WROpcode, size, iters int) (LatencyResult, error) 
 	if size <= 0 || size > len(p.ABuf.Bytes) || size > len(p.BBuf.Bytes) || iters <= 0 {
 		return res, fmt.Errorf("perf: size %d and iters %d out of range", size, iters)
 	}
-	wr := &WorkRequest{Opcode: op, Signaled: true,
-		SG:         []SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
-		RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}
-	var recv *Receiver
+	lat := &LatParams{QP: p.AQP.Handle, CQ: p.ACQ, Iters: iters,
+		WR: WorkRequest{Opcode: op, Signaled: true,
+			SG:         []SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
+			RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey}}
+	if op == nic.IBV_WR_RDMA_READ {
+		s, err := p.A.PerfLat(lat)
+		res.Samples = s
+		return res, err
+	}
+	pong := &PongParams{QP: p.BQP.Handle, CQ: p.BCQ, Iters: iters,
+		WR: WorkRequest{Opcode: op, Signaled: true,
+			SG:         []SGE{{Addr: p.BMR.Addr, Length: uint32(size), LKey: p.BMR.LKey}},
+			RemoteAddr: p.AMR.Addr, RKey: p.AMR.RKey}}
+	lat.PingPong = true
+	if op == nic.IBV_WR_RDMA_WRITE {
+		// B watches the last byte of A's WRITEs, stamped with their
+		// numbers from 1; a number left from an earlier run must not
+		// pass for this run's first.
+		p.BBuf.Bytes[size-1] = 0
+		pong.Watch = &SGE{Addr: p.BMR.Addr + uint64(size) - 1, Length: 1, LKey: p.BMR.LKey}
+	}
 	if op == nic.IBV_WR_SEND {
-		var err error
-		if recv, err = p.StartReceiver(size, p.Depth, iters); err != nil {
+		lat.Recv = &WorkRequest{SG: lat.WR.SG}
+		pong.Recv = &WorkRequest{SG: pong.WR.SG}
+		// B's receive for A's first message is there before A starts.
+		if _, err := p.B.PostRecv(p.BQP.Handle, pong.Recv, 1); err != nil {
+			return res, fmt.Errorf("perf: responder: %w", err)
+		}
+	}
+	// Each side runs in its daemon; whichever fails first ends the other
+	// at once by closing its connection (the pair is unusable afterwards,
+	// as after Receiver.Wait's abort) rather than leave it waiting for
+	// messages that will not come.
+	pongDone, pingDone := make(chan error, 1), make(chan error, 1)
+	go func() { pongDone <- p.B.PerfPong(pong) }()
+	go func() {
+		s, err := p.A.PerfLat(lat)
+		res.Samples = s
+		pingDone <- err
+	}()
+	select {
+	case err := <-pingDone:
+		if err != nil {
+			p.B.Close()
+			<-pongDone
+			return res, err
+		}
+		if perr := <-pongDone; perr != nil {
+			return res, fmt.Errorf("perf: responder: %w", perr)
+		}
+	case perr := <-pongDone:
+		if perr != nil {
+			p.A.Close()
+			<-pingDone
+			return res, fmt.Errorf("perf: responder: %w", perr)
+		}
+		if err := <-pingDone; err != nil {
 			return res, err
 		}
 	}
-	s, err := p.A.PerfLat(&LatParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: *wr, Iters: iters})
-	res.Samples = s
-	return res, recv.after(err)
+	return res, nil
 }

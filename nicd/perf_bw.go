@@ -189,12 +189,17 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 }
 
 // LatParams are a perf_lat request's: Iters messages like WR on QP, one at
-// a time, each signaled (WR's WRID and Signaled are the loop's).
+// a time, each signaled (WR's WRID and Signaled are the loop's). With
+// PingPong the peer answers each (perf_pong, run beside it) and a sample is
+// half the time from the post to the answer's arrival; a SEND ping-pong
+// posts Recv for each answer.
 type LatParams struct {
-	QP    uint32      `json:"qp"`
-	CQ    uint32      `json:"cq"`
-	WR    WorkRequest `json:"wr"`
-	Iters int         `json:"iters"`
+	QP       uint32       `json:"qp"`
+	CQ       uint32       `json:"cq"`
+	WR       WorkRequest  `json:"wr"`
+	Iters    int          `json:"iters"`
+	PingPong bool         `json:"ping_pong,omitempty"`
+	Recv     *WorkRequest `json:"recv,omitempty"`
 }
 
 // perfLat is ib_write_lat / ib_read_lat / ib_send_lat's loop run in the
@@ -214,6 +219,9 @@ func (s *session) perfLat(req *Request) (*Response, error) {
 	case nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_READ, nic.IBV_WR_SEND:
 	default:
 		return nil, fmt.Errorf("perf_lat: opcode %v: RDMA WRITE, READ or SEND", p.WR.Opcode)
+	}
+	if p.PingPong {
+		return s.perfPing(p)
 	}
 	wr := p.WR
 	wr.Signaled = true

@@ -2,11 +2,13 @@ package nicd
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/emufabric/emufabric/nic"
+	"github.com/emufabric/emufabric/rt"
 )
 
 // TestPerfBW: the daemon runs perftest's bandwidth loop on a client's QP:
@@ -267,4 +269,195 @@ func TestPerfRecv(t *testing.T) {
 	if err := <-ran; err == nil {
 		t.Error("the receiver of a closed client reported no error")
 	}
+}
+
+// TestPerfPingPong: write_lat and send_lat play perftest's ping-pong. The
+// responder's daemon answers every message with one of its own (each
+// side's hw counters show the run's count of WRITEs received), a sample
+// is half a round trip, read_lat stays a round trip, nothing is left
+// posted, and a responder that goes away ends the requester's run at once
+// with an error instead of a wait for answers.
+//
+// The link holds every frame 20 ms each way: a message and its answer take
+// 40 ms at least, so no half is below 20 ms, and a message timed to its
+// acknowledgement would take 40 ms or more, so a typical sample below
+// that is a half; a READ's samples are whole round trips.
+func TestPerfPingPong(t *testing.T) {
+	const delay = 20 * time.Millisecond
+	x, y, err := rt.SeqpacketPair()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, ctl := daemonsOn(t, testLab(t, ""), newDelayLink(x, delay), newDelayLink(y, delay))
+	a, b := dial(t, ctl[0]), dial(t, ctl[1])
+	const size, iters = 4000, 10
+	pair, err := NewPair(a, b, PairConfig{BufSize: 4096, Depth: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pair.Close()
+	writes := func(c *Client) uint64 {
+		r, err := c.Counters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.HWCounters["rx_write_requests"]
+	}
+	for _, op := range []nic.WROpcode{nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_SEND, nic.IBV_WR_RDMA_READ} {
+		wa, wb := writes(a), writes(b)
+		fill(pair.ABuf.Bytes, uint64(op)+3)
+		clear(pair.BBuf.Bytes)
+		res, err := pair.Latency(op, size, iters)
+		if err != nil || len(res.Samples) != iters {
+			t.Fatalf("%v: %d samples, %v", op, len(res.Samples), err)
+		}
+		floor, ceil := delay, 2*delay
+		if op == nic.IBV_WR_RDMA_READ {
+			floor, ceil = 2*delay, 0
+		}
+		if lo := res.Percentile(0); lo < floor {
+			t.Errorf("%v: a sample of %v, below the %v a trip takes", op, lo, floor)
+		}
+		if med := res.Percentile(50); ceil > 0 && med >= ceil {
+			t.Errorf("%v: typical %v, a whole round trip (at least %v), not half", op, med, ceil)
+		}
+		if !bytes.Equal(pair.ABuf.Bytes[:size], pair.BBuf.Bytes[:size]) {
+			t.Errorf("%v: the responder's buffer differs from the source", op)
+		}
+		want := uint64(0)
+		if op == nic.IBV_WR_RDMA_WRITE {
+			want = iters
+		}
+		if da, db := writes(a)-wa, writes(b)-wb; da != want || db != want {
+			t.Errorf("%v: WRITEs received: requester %d, responder %d, want %d each", op, da, db, want)
+		}
+		for _, c := range []struct {
+			cl *Client
+			cq uint32
+		}{{a, pair.ACQ}, {b, pair.BCQ}} {
+			if wcs, err := c.cl.PollCQ(c.cq, 16, 0, 0); err != nil || len(wcs) != 0 {
+				t.Errorf("%v: completions left: %+v %v", op, wcs, err)
+			}
+		}
+		t.Logf("%v %d B over a 20 ms link: typical %v", op, size, res.Percentile(50))
+	}
+
+	// The responder's request may reach its daemon after the first
+	// message landed (emulab starts both sides at once): it still
+	// answers that message.
+	late := func() error {
+		pair.BBuf.Bytes[size-1] = 0
+		lat := &LatParams{QP: pair.AQP.Handle, CQ: pair.ACQ, Iters: 3, PingPong: true,
+			WR: WorkRequest{Opcode: nic.IBV_WR_RDMA_WRITE, SG: []SGE{{Addr: pair.AMR.Addr, Length: size, LKey: pair.AMR.LKey}},
+				RemoteAddr: pair.BMR.Addr, RKey: pair.BMR.RKey}}
+		ping := make(chan error, 1)
+		go func() { _, err := a.PerfLat(lat); ping <- err }()
+		w := writes(b)
+		waitFor(t, "the first message to land", func() bool { return writes(b) > w })
+		perr := b.PerfPong(&PongParams{QP: pair.BQP.Handle, CQ: pair.BCQ, Iters: 3,
+			WR: WorkRequest{Opcode: nic.IBV_WR_RDMA_WRITE, SG: []SGE{{Addr: pair.BMR.Addr, Length: size, LKey: pair.BMR.LKey}},
+				RemoteAddr: pair.AMR.Addr, RKey: pair.AMR.RKey},
+			Watch: &SGE{Addr: pair.BMR.Addr + size - 1, LKey: pair.BMR.LKey}})
+		return errors.Join(perr, <-ping)
+	}
+	if err := late(); err != nil {
+		t.Errorf("a responder that starts after the first message landed: %v", err)
+	}
+
+	// Bad requests name what is wrong.
+	wr := WorkRequest{Opcode: nic.IBV_WR_SEND, SG: []SGE{{Addr: pair.BMR.Addr, Length: 64, LKey: pair.BMR.LKey}}}
+	write := wr
+	write.Opcode = nic.IBV_WR_RDMA_WRITE
+	for _, c := range []struct {
+		pong PongParams
+		want string
+	}{
+		{PongParams{QP: pair.BQP.Handle, CQ: pair.BCQ, WR: wr, Iters: 0}, "perf_pong: iters 0"},
+		{PongParams{QP: pair.BQP.Handle, CQ: pair.BCQ, WR: wr, Iters: 1}, "needs recv"},
+		{PongParams{QP: 999, CQ: pair.BCQ, WR: wr, Recv: &wr, Iters: 1}, "no QP 999"},
+		{PongParams{QP: pair.BQP.Handle, CQ: pair.BCQ, WR: write, Iters: 1}, "needs watch"},
+		{PongParams{QP: pair.BQP.Handle, CQ: pair.BCQ, WR: write, Iters: 1, Watch: &SGE{Addr: pair.BMR.Addr + 4096, LKey: pair.BMR.LKey}}, "outside region"},
+		{PongParams{QP: pair.BQP.Handle, CQ: pair.BCQ, WR: write, Iters: 1, Watch: &SGE{Addr: pair.BMR.Addr, LKey: 0x77}}, "no region with lkey 0x77"},
+	} {
+		if err := b.PerfPong(&c.pong); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.pong, err, c.want)
+		}
+	}
+	if _, err := b.Call(&Request{Op: "perf_pong"}, -1); err == nil || !strings.Contains(err.Error(), "perf_pong: no pong") {
+		t.Errorf("no pong: %v", err)
+	}
+
+	// The responder's emunic goes away in the middle of a run: the
+	// requester's run ends at once, not after its 10 s wait for an
+	// answer.
+	watch := dial(t, ctl[1])
+	done := make(chan error, 1)
+	go func() {
+		_, err := pair.Latency(nic.IBV_WR_RDMA_WRITE, size, 1000)
+		done <- err
+	}()
+	waitFor(t, "the run to start", func() bool {
+		r, err := watch.Counters()
+		return err == nil && r.HWCounters["rx_write_requests"] > iters+2
+	})
+	d[1].Close()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a run whose responder went away reported no error")
+		}
+		t.Logf("the run ended: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the requester still waits 5 s after its responder went away")
+	}
+}
+
+// delayLink holds each frame written to it for a while before it goes,
+// as a long cable: a link delay for daemons run without a switch.
+type delayLink struct {
+	rt.Link
+	d    time.Duration
+	q    chan delayed
+	quit chan struct{}
+}
+
+type delayed struct {
+	at time.Time
+	b  []byte
+}
+
+func newDelayLink(l rt.Link, d time.Duration) *delayLink {
+	dl := &delayLink{Link: l, d: d, q: make(chan delayed, 1024), quit: make(chan struct{})}
+	go func() {
+		for {
+			select {
+			case f := <-dl.q:
+				time.Sleep(time.Until(f.at))
+				dl.Link.Write([][]byte{f.b}, 0)
+			case <-dl.quit:
+				return
+			}
+		}
+	}()
+	return dl
+}
+
+func (dl *delayLink) Write(bufs [][]byte, offset int) (int, error) {
+	for i, b := range bufs {
+		select {
+		case dl.q <- delayed{time.Now().Add(dl.d), bytes.Clone(b[offset:])}:
+		case <-dl.quit:
+			return i, rt.ErrClosed
+		}
+	}
+	return len(bufs), nil
+}
+
+func (dl *delayLink) Close() error {
+	select {
+	case <-dl.quit:
+	default:
+		close(dl.quit)
+	}
+	return dl.Link.Close()
 }

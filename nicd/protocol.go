@@ -26,7 +26,8 @@ import (
 //	{"op":"post_recv","qp":H,"wr":{...},"repeat":N}
 //	{"op":"poll_cq","cq":H,"max":N,"min":M,"timeout_ms":T}
 //	{"op":"perf_bw","bw":{"qp":H,"cq":H,"wr":{...},"depth":N,"iters":N,"cq_mod":N,"duration_ms":T}}  bw: the run (perf_bw.go)
-//	{"op":"perf_lat","lat":{"qp":H,"cq":H,"wr":{...},"iters":N}}  lat_ns: post to completion per message
+//	{"op":"perf_lat","lat":{"qp":H,"cq":H,"wr":{...},"iters":N,"ping_pong":B,"recv":{...}}}  lat_ns: post to completion (ping_pong: half to the answer) per message
+//	{"op":"perf_pong","pong":{"qp":H,"cq":H,"wr":{...},"recv":{...},"iters":N}}  the server's side of a ping-pong latency run (perf_pong.go)
 //	{"op":"perf_recv","recv":{"qp":H,"cq":H,"wr":{...},"stock":N,"iters":N}}  recv: the responder's side of a SEND run (perf_recv.go)
 //	{"op":"destroy_qp","qp":H}
 //
@@ -89,10 +90,11 @@ type Request struct {
 	Min       int `json:"min,omitempty"`
 	TimeoutMs int `json:"timeout_ms,omitempty"`
 
-	// perf_bw, perf_lat, perf_recv: perftest's loops, run by the daemon
+	// perf_bw, perf_lat, perf_recv, perf_pong: perftest's loops, run by the daemon
 	BW   *BWParams   `json:"bw,omitempty"`
 	Lat  *LatParams  `json:"lat,omitempty"`
 	Recv *RecvParams `json:"recv,omitempty"`
+	Pong *PongParams `json:"pong,omitempty"`
 }
 
 // Response is one control response.

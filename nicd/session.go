@@ -50,6 +50,11 @@ type cqEntry struct {
 type qpEntry struct {
 	qp  *nic.QP
 	psn uint32
+	// writes counts the RDMA WRITEs placed in the session's memory through
+	// the QP (loop goroutine); wrote is signalled (never blocking) at each,
+	// so a ping-pong waiting for one wakes without polling the loop.
+	writes uint64
+	wrote  chan struct{}
 }
 
 func newSession(d *Daemon) *session {
@@ -157,7 +162,14 @@ func (s *session) createQP(req *Request) (*Response, error) {
 		}
 		h := s.handleID()
 		// A random initial PSN, as perftest and RDMA-CM pick one.
-		e := &qpEntry{qp: qp, psn: rand.Uint32() & 0xFFFFFF}
+		e := &qpEntry{qp: qp, psn: rand.Uint32() & 0xFFFFFF, wrote: make(chan struct{}, 1)}
+		qp.SetWriteNotify(func() {
+			e.writes++
+			select {
+			case e.wrote <- struct{}{}:
+			default:
+			}
+		})
 		s.qps[h] = e
 		info = QPInfo{Handle: h, QPN: qp.QPN(), PSN: e.psn, GID: s.d.nic.GID().String(),
 			MAC: s.d.cfg.NIC.MAC.String(), MTU: s.d.cfg.NIC.PortMTU, LID: s.d.nic.LID()}

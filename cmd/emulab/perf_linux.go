@@ -41,14 +41,15 @@ After the run the destination memory is compared byte for byte with the
 source (read_bw: the requester's buffer with the responder's); a mismatch is
 an error (exit status 1).
 
-Latency samples are timed from the post to the completion. The loops run
-in the requester's emunic, as perftest runs next to its RNIC, so a sample
-is the fabric's round trip through the daemons; for send_bw and send_lat
-the responder's emunic posts a receive for each message (with -D, send_bw's
-receives are posted by emulab). perftest's write_lat and send_lat ping-pong
-between the two hosts and report half a round trip; perf's report the whole
-one (the request and its acknowledgement), about twice perftest's figure on
-the same fabric. read_lat is a round trip in both.
+The latency tests play perftest's: write_lat and send_lat ping-pong, the
+responder's emunic answering each message with one of its own as soon as it
+lands (a WRITE placed in its memory, a SEND's receive completed), and a
+sample is half the time from a post to the answer's arrival, one trip across
+the fabric; read_lat's sample is a READ's round trip, from the post to the
+completion. The loops run in the emunics, as perftest runs next to its RNIC,
+so a sample is the fabric's and the daemons', not the control socket's. For
+send_bw the responder's emunic keeps its receives posted (with -D they are
+posted by emulab).
 
 perftest's flags for what the lab decides (-d, -i, -x, -p, -R, -F, -I) are
 taken and noted as ignored, so a pasted perftest command line runs.
