@@ -274,9 +274,9 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 	fn("link_loss_rx", st.LinkLossRx)
 	fn("link_corrupt_tx", st.LinkCorruptTx)
 	fn("link_corrupt_rx", st.LinkCorruptRx)
-	qd := p.out.drops
+	qd := p.out.Drops()
 	if p.in != nil {
-		qd += p.in.drops
+		qd += p.in.Drops()
 	}
 	fn("link_queue_drop", qd)
 	fn("not_connected_drop", st.NotConnected)
@@ -307,11 +307,11 @@ func (d *Daemon) portStatus(p *swPort) PortStatus {
 	s := PortStatus{
 		Port: p.name, Transport: "none", Connected: p.connected, AdminUp: p.adminUp, PeerDown: p.peerDown, PeerSilent: p.peerSilent, Up: p.up(),
 		Speed: lab.FormatRate(p.speed), Rate: lab.FormatRate(p.rate), Delay: lab.FormatTime(p.delay),
-		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.held(), NoFlood: p.noFlood,
+		Loss: p.loss, Corrupt: p.corrupt, OnWire: p.out.Held(), NoFlood: p.noFlood,
 		SchedulePending: p.sched.Pending(),
 	}
 	if p.in != nil {
-		s.OnWire += p.in.held()
+		s.OnWire += p.in.Held()
 	}
 	if p.bind != nil {
 		s.URI, s.Transport = p.bind.URI, p.bind.Scheme()
@@ -381,16 +381,16 @@ func (d *Daemon) link(req *Request) Response {
 	}
 	if req.Rate != "" {
 		p.rate = rate
-		p.out.setRate(rate)
+		p.out.SetRate(rate)
 		if p.in != nil && !p.nicPeer {
-			p.in.setRate(rate)
+			p.in.SetRate(rate)
 		}
 	}
 	if req.Delay != "" {
 		p.delay = delay
-		p.out.setDelay(delay)
+		p.out.SetDelay(delay)
 		if p.in != nil {
-			p.in.setDelay(delay)
+			p.in.SetDelay(delay)
 		}
 	}
 	if req.Loss != nil {

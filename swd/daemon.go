@@ -198,15 +198,15 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		// egress.
 		p.nicPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindNIC
 		p.both = p.bind != nil && (p.bind.Kind == TAPLink || p.nicPeer)
-		p.out = newDelayLine(d.clk, rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: p.headBytes}, p.toPeer)
-		p.out.lossless = d.ib
+		p.out = rt.NewDelayLine(d.clk, rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: p.headBytes}, p.toPeer)
+		p.out.Lossless = d.ib
 		if p.both {
 			in := rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: d.headBytes}
 			if p.nicPeer {
-				in = rt.PacerConfig{Rate: unpaced, Delay: p.delay}
+				in = rt.PacerConfig{Rate: rt.Unpaced, Delay: p.delay}
 			}
-			p.in = newDelayLine(d.clk, in, p.fromPeer)
-			p.in.lossless = d.ib
+			p.in = rt.NewDelayLine(d.clk, in, p.fromPeer)
+			p.in.Lossless = d.ib
 		}
 		d.ports = append(d.ports, p)
 		// Down until a peer connects (syncUp then brings it up): a port

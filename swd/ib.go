@@ -2,11 +2,9 @@ package swd
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 
 	"github.com/emufabric/emufabric/clock"
-	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/sim"
@@ -42,7 +40,7 @@ import (
 //   - No flooding: an IB switch forwards by LID only; --no-flood is
 //     accepted (emulab up passes it for any lab with a cycle) and has no
 //     effect.
-//   - The emulated wire never drops for lack of room (delayLine.lossless):
+//   - The emulated wire never drops for lack of room (rt.DelayLine.Lossless):
 //     what a port sends is bounded by the peer's credits.
 //   - Loss and corruption: see corruptIB.
 //   - Captures are ERF records in pcapng (capture.go).
@@ -120,26 +118,6 @@ func (d *Daemon) enableSMA(spec *lab.Spec) error {
 	a.SetLID(d.node.LID)
 	d.log.Printf("fabric ib: subnet manager on %s: SMA enabled (LID %d reported), forwarding table empty until the SM programs it", spec.IB.SM.Host, d.node.LID)
 	return nil
-}
-
-// corruptIB is the emulated wire's bit error on an IB link: one byte of
-// the packet flipped, anywhere, since the VCRC covers a data packet from
-// its first byte (and the ICRC most of it) and the LPCRC a link packet.
-// The receiver discards it on the CRC (a switch counts drop_malformed).
-//
-// Loss, on an IB link, is the same event seen from the receiver: a
-// packet damaged beyond recognition is gone. Both apply to every packet,
-// flow-control packets included, because IBA's flow control is built to
-// survive exactly that (7.9.4): a lost data packet's blocks come back when
-// the receiver resynchronises its ABR to the sender's FCTBS carried in
-// every flow-control packet, and a lost flow-control packet is superseded
-// by the next one (sent when buffer is freed, and every credit period).
-// Sparing link packets would emulate a wire that knows what it carries.
-func corruptIB(f *frame.Frame, rng *rand.Rand) {
-	f.Corrupt = true
-	if n := f.Len(); n > 0 {
-		f.Data[rng.IntN(n)] ^= 0xFF
-	}
 }
 
 // ibLinkNote describes a flow-control packet for a capture comment.

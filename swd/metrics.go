@@ -104,9 +104,9 @@ func (d *Daemon) metricsText() []byte {
 			dir("emu_flooded_packets_total", "Broadcast and multicast frames flooded by the daemon.", p.st.FloodTx, p.st.FloodRx)
 			ctr("emu_flood_blocked_packets_total", "Broadcast and multicast frames received on a port left out of flooding (--no-flood) and dropped.", p.st.FloodBlocked)
 		}
-		qd := p.out.drops
+		qd := p.out.Drops()
 		if p.in != nil {
-			qd += p.in.drops
+			qd += p.in.Drops()
 		}
 		ctr("emu_link_queue_dropped_packets_total", "Frames dropped because the emulated wire held too many (a wire slower than its port).", qd)
 		ctr("emu_link_not_connected_dropped_packets_total", "Frames for a port whose peer was not connected.", p.st.NotConnected)

@@ -1,8 +1,6 @@
 package swd
 
 import (
-	"math/rand/v2"
-
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/lab"
@@ -66,8 +64,8 @@ type swPort struct {
 	corrupt   float64
 	headBytes int // the peer's cut-through point (0: whole frame)
 
-	out *delayLine // switch -> peer
-	in  *delayLine // peer -> switch, TAP ports only
+	out *rt.DelayLine // switch -> peer
+	in  *rt.DelayLine // peer -> switch, TAP ports only
 
 	st   portStats
 	hold txHold // back-pressure from a socket transport (txhold.go)
@@ -159,9 +157,9 @@ func (p *swPort) setAdmin(up bool) {
 func (p *swPort) syncUp() {
 	up := p.up()
 	if !up {
-		p.out.flush()
+		p.out.Flush()
 		if p.in != nil {
-			p.in.flush()
+			p.in.Flush()
 		}
 	}
 	p.d.sw.SetPortUp(p.idx, up)
@@ -203,7 +201,7 @@ func (p *swPort) Transmit(f *frame.Frame) {
 		p.st.LinkCorruptTx++
 	}
 	f.Note = ""
-	p.out.push(now, f, f.TailAt)
+	p.out.Push(now, f, f.TailAt)
 }
 
 // toPeer is the egress wire's sink: the frame reached the peer's end.
@@ -253,7 +251,7 @@ func (p *swPort) deliver(fs []*frame.Frame) {
 			d.corrupt(f)
 			p.st.LinkCorruptRx++
 		}
-		p.in.push(now, f, 0)
+		p.in.Push(now, f, 0)
 	}
 }
 
@@ -321,7 +319,7 @@ func (p *swPort) ingress(f *frame.Frame) {
 			if len(q.caps) > 0 {
 				d.capture(q, dirTx, c.Data, "flooded (broadcast/multicast)")
 			}
-			q.out.push(now, c, 0)
+			q.out.Push(now, c, 0)
 		}
 		f.Put()
 		return
@@ -342,24 +340,14 @@ func linkLocal(b []byte) bool {
 // corrupt damages f as a bit error on the emulated wire.
 func (d *Daemon) corrupt(f *frame.Frame) {
 	if d.ib {
-		corruptIB(f, d.rng)
+		rt.CorruptIB(f, d.rng) // a switch counts it drop_malformed
 		return
 	}
-	corrupt(f, d.rng)
+	rt.CorruptEthernet(f, d.rng)
 }
 
 // isMACControl reports whether an Ethernet frame is a MAC Control frame
 // (PFC, PAUSE).
 func isMACControl(b []byte) bool {
 	return len(b) >= wire.EthernetSize && b[12] == 0x88 && b[13] == 0x08
-}
-
-// corrupt flips one byte after the Ethernet header, as a bit error the
-// receiver's FCS (or IP/TCP checksum, or ICRC) catches.
-func corrupt(f *frame.Frame, rng *rand.Rand) {
-	f.Corrupt = true
-	if n := f.Len(); n > wire.EthernetSize {
-		i := wire.EthernetSize + rng.IntN(n-wire.EthernetSize)
-		f.Data[i] ^= 0xFF
-	}
 }
