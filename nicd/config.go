@@ -134,6 +134,9 @@ type NodeConfig struct {
 	// RoCE, the IPoIB MTU (port MTU - 4) on IB.
 	HostMTU int
 	Port    string // the port's name in the lab file (eth0)
+	// PeerNIC: the link's other end is a NIC, not a switch port, so this
+	// daemon emulates the wire toward itself (wire.go).
+	PeerNIC bool
 	Lab     string
 	Notes   []string // defaults taken because the lab file does not say, for the log
 }
@@ -164,7 +167,8 @@ func NICConfig(spec *lab.Spec, node, port string) (*NodeConfig, error) {
 	if p == nil || p.Link == nil {
 		return nil, fmt.Errorf("--node %q: port %q has no link in %s", node, port, spec.File)
 	}
-	nc := &NodeConfig{Link: p.Link.LinkParams, Port: p.Name, Lab: spec.Name, HostMTU: p.Link.MTU}
+	nc := &NodeConfig{Link: p.Link.LinkParams, Port: p.Name, Lab: spec.Name, HostMTU: p.Link.MTU,
+		PeerNIC: p.Peer != nil && p.Peer.Node.Kind == lab.KindNIC}
 	if spec.Fabric == lab.FabricIB {
 		return ibNICConfig(spec, n, p, nc)
 	}

@@ -99,6 +99,7 @@ type Daemon struct {
 	storm     clock.Timer
 	caps      []*capSub
 	adminDown bool              // the link op set the link down
+	wire      *inWire           // the wire from a NIC at the link's other end, or nil
 	sched     *lab.LinkSchedule // the link's schedule (link op), loop goroutine
 
 	rxAdminDown   atomic.Uint64 // frames dropped while administratively down
@@ -191,6 +192,9 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 	d.loop = rt.NewLoop(d.clk)
 	if d.nic, err = nic.New(&d.cfg.NIC, d.clk, d.loop.Pool()); err != nil {
 		return nil, err
+	}
+	if d.cfg.PeerNIC {
+		d.wire = d.newInWire()
 	}
 	d.newSM()
 	d.initGSI()
@@ -310,6 +314,10 @@ func (d *Daemon) fromLink(fs []*frame.Frame) {
 		for _, f := range fs {
 			f.Put()
 		}
+		return
+	}
+	if d.wire != nil {
+		d.wire.carry(d.clk.Now(), fs)
 		return
 	}
 	for _, f := range fs {

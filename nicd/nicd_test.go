@@ -55,14 +55,6 @@ func pairOfDaemons(t testing.TB, spec *lab.Spec) (d [2]*Daemon, ctl [2]string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return daemonsOn(t, spec, a, b)
-}
-
-// daemonsOn starts h1 and h2 in this process on the ends a and b of a
-// link, each with a control socket.
-func daemonsOn(t testing.TB, spec *lab.Spec, a, b rt.Link) (d [2]*Daemon, ctl [2]string) {
-	t.Helper()
-	var err error
 	dir := t.TempDir()
 	for i, link := range []rt.Link{a, b} {
 		node := []string{"h1", "h2"}[i]
@@ -658,8 +650,8 @@ func TestCapture(t *testing.T) {
 }
 
 // TestLinkOp: the link op pulls the NIC's cable (nothing is received,
-// nothing sent) and plugs it back, and sets the NIC's rate; the link's
-// delay and loss are the switch's to change.
+// nothing sent) and plugs it back, and sets the NIC's rate; bad values are
+// refused with the field named (the wire's changes: TestNICWire).
 func TestLinkOp(t *testing.T) {
 	d, ctl := pairOfDaemons(t, testLab(t, ""))
 	c := dial(t, ctl[1])
@@ -668,7 +660,10 @@ func TestLinkOp(t *testing.T) {
 		want string
 	}{
 		{Request{Op: "link", State: "sideways"}, "want up or down"},
-		{Request{Op: "link", Delay: "1ms"}, "switch port"},
+		{Request{Op: "link", Delay: "-1ms"}, `link: delay "-1ms": must not be negative`},
+		{Request{Op: "link", Delay: "soon"}, `link: delay "soon"`},
+		{Request{Op: "link", Loss: ptr(2.0)}, "link: loss 2: a probability in [0, 1]"},
+		{Request{Op: "link", Corrupt: ptr(-0.5)}, "link: corrupt -0.5: a probability in [0, 1]"},
 		{Request{Op: "link", Rate: "10X"}, `link: rate "10X"`},
 		{Request{Op: "link", Rate: "0"}, `link: rate "0": must be greater than zero`},
 		{Request{Op: "link", State: "down", Port: "p9"}, `port "p9"`},

@@ -3,6 +3,7 @@ package nicd
 import (
 	"errors"
 	"fmt"
+	"github.com/emufabric/emufabric/clock"
 	"strconv"
 	"strings"
 
@@ -119,6 +120,9 @@ func (d *Daemon) opStatus() (*Response, error) {
 			st.IBState = mad.PortStateName(a.PortState(1))
 		}
 		st.SM = d.smStatus()
+		if w := d.wire; w != nil {
+			st.Wire = &WireStatus{Delay: lab.FormatTime(w.delay), Loss: w.loss, Corrupt: w.corrupt}
+		}
 	})
 	return &Response{Status: st}, err
 }
@@ -186,6 +190,13 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		}
 	}
 	m["link_rx_admin_down"] = d.rxAdminDown.Load()
+	if w := d.wire; w != nil {
+		// The emulated wire from the NIC across the link (wire.go), named
+		// as emuswitch's port counters.
+		m["link_loss_rx"] = w.lossRx.Load()
+		m["link_corrupt_rx"] = w.corruptRx.Load()
+		m["link_queue_drop"] = w.queueDrops.Load()
+	}
 	return m
 }
 
@@ -223,11 +234,14 @@ func parseHWCounters(s string) map[string]uint64 {
 // plugging the NIC's cable: down, the NIC sends nothing (its queues and
 // QPs wait, RC timers run) and frames from the wire are dropped
 // (link_rx_admin_down). A rate is the NIC's transmitter's (the switch
-// port's is set by emuswitch's link op: emulab sets both ends); delay and
-// loss are emulated on the switch port only.
+// port's is set by emuswitch's link op: emulab sets both ends). Delay,
+// loss and corruption are the wire's: a switch port emulates them, so an
+// emunic takes them only when a NIC is at the link's other end, for the
+// wire toward itself (wire.go; emulab sets both ends).
 func (d *Daemon) opLink(req *Request) (*Response, error) {
-	if req.Delay != "" || req.Loss != nil {
-		return nil, errors.New("link: emunic sets state and rate; delay and loss are set on the switch port (emuswitch) of the link")
+	wireChange := req.Delay != "" || req.Loss != nil || req.Corrupt != nil
+	if wireChange && d.wire == nil {
+		return nil, errors.New("link: emunic sets state and rate; delay, loss and corruption are set on the switch port (emuswitch) of the link")
 	}
 	var rate uint64
 	if req.Rate != "" {
@@ -236,9 +250,24 @@ func (d *Daemon) opLink(req *Request) (*Response, error) {
 			return nil, fmt.Errorf("link: %w", err) // it names the value
 		}
 	}
+	var delay clock.Time
+	if req.Delay != "" {
+		var err error
+		if delay, err = lab.ParseTime(req.Delay); err != nil {
+			return nil, fmt.Errorf("link: delay %w", err) // it names the value
+		}
+	}
+	for _, v := range []struct {
+		name string
+		p    *float64
+	}{{"loss", req.Loss}, {"corrupt", req.Corrupt}} {
+		if v.p != nil && !(*v.p >= 0 && *v.p <= 1) {
+			return nil, fmt.Errorf("link: %s %v: a probability in [0, 1]", v.name, *v.p)
+		}
+	}
 	switch {
 	case req.State == "up", req.State == "down":
-	case req.State == "" && (req.Schedule != nil || rate != 0): // a schedule or a rate alone
+	case req.State == "" && (req.Schedule != nil || rate != 0 || wireChange): // a schedule, a rate or the wire alone
 	default:
 		return nil, fmt.Errorf("link: state %q: want up or down", req.State)
 	}
@@ -257,6 +286,22 @@ func (d *Daemon) opLink(req *Request) (*Response, error) {
 			d.nic.SetRate(rate)
 			d.rateBps.Store(rate)
 			d.log.Printf("link %s: rate %s", d.cfg.Port, lab.FormatRate(rate))
+		}
+		if w := d.wire; w != nil {
+			if req.Delay != "" {
+				w.delay = delay
+				w.line.SetDelay(delay)
+			}
+			if req.Loss != nil {
+				w.loss = *req.Loss
+			}
+			if req.Corrupt != nil {
+				w.corrupt = *req.Corrupt
+			}
+			if wireChange {
+				d.log.Printf("link %s: the wire from the NIC across: delay %s, loss %g, corrupt %g",
+					d.cfg.Port, lab.FormatTime(w.delay), w.loss, w.corrupt)
+			}
 		}
 		if req.State != "" {
 			d.setAdminDown(req.State == "down")
@@ -280,6 +325,10 @@ func (d *Daemon) opLink(req *Request) (*Response, error) {
 // goroutine.
 func (d *Daemon) setAdminDown(down bool) {
 	d.adminDown = down
+	if down && d.wire != nil {
+		// What was on the wire when the cable was pulled is gone.
+		d.rxAdminDown.Add(uint64(d.wire.line.Flush()))
+	}
 	if d.gate != nil {
 		d.gate.admin = !down
 		d.gate.apply()

@@ -3,12 +3,14 @@ package nicd
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nic"
-	"github.com/emufabric/emufabric/rt"
 )
 
 // TestPerfBW: the daemon runs perftest's bandwidth loop on a client's QP:
@@ -278,17 +280,30 @@ func TestPerfRecv(t *testing.T) {
 // posted, and a responder that goes away ends the requester's run at once
 // with an error instead of a wait for answers.
 //
-// The link holds every frame 20 ms each way: a message and its answer take
-// 40 ms at least, so no half is below 20 ms, and a message timed to its
-// acknowledgement would take 40 ms or more, so a typical sample below
-// that is a half; a READ's samples are whole round trips.
+// The link's delay is 20 ms (each emunic emulates the wire toward itself):
+// a message and its answer take 40 ms at least, so no half is below 20 ms,
+// and a message timed to its acknowledgement would take 40 ms or more, so
+// a typical sample below that is a half; a READ's samples are whole round
+// trips.
 func TestPerfPingPong(t *testing.T) {
 	const delay = 20 * time.Millisecond
-	x, y, err := rt.SeqpacketPair()
+	f := filepath.Join(t.TempDir(), "long.yaml")
+	if err := os.WriteFile(f, []byte(`name: long
+topology:
+  defaults: {rate: 100G, delay: 20ms, mtu: 4200}
+  nodes:
+    h1: {kind: nic}
+    h2: {kind: nic}
+  links:
+    - endpoints: ["h1:eth0", "h2:eth0"]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := lab.Load(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, ctl := daemonsOn(t, testLab(t, ""), newDelayLink(x, delay), newDelayLink(y, delay))
+	d, ctl := pairOfDaemons(t, spec)
 	a, b := dial(t, ctl[0]), dial(t, ctl[1])
 	const size, iters = 4000, 10
 	pair, err := NewPair(a, b, PairConfig{BufSize: 4096, Depth: 4})
@@ -410,54 +425,4 @@ func TestPerfPingPong(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the requester still waits 5 s after its responder went away")
 	}
-}
-
-// delayLink holds each frame written to it for a while before it goes,
-// as a long cable: a link delay for daemons run without a switch.
-type delayLink struct {
-	rt.Link
-	d    time.Duration
-	q    chan delayed
-	quit chan struct{}
-}
-
-type delayed struct {
-	at time.Time
-	b  []byte
-}
-
-func newDelayLink(l rt.Link, d time.Duration) *delayLink {
-	dl := &delayLink{Link: l, d: d, q: make(chan delayed, 1024), quit: make(chan struct{})}
-	go func() {
-		for {
-			select {
-			case f := <-dl.q:
-				time.Sleep(time.Until(f.at))
-				dl.Link.Write([][]byte{f.b}, 0)
-			case <-dl.quit:
-				return
-			}
-		}
-	}()
-	return dl
-}
-
-func (dl *delayLink) Write(bufs [][]byte, offset int) (int, error) {
-	for i, b := range bufs {
-		select {
-		case dl.q <- delayed{time.Now().Add(dl.d), bytes.Clone(b[offset:])}:
-		case <-dl.quit:
-			return i, rt.ErrClosed
-		}
-	}
-	return len(bufs), nil
-}
-
-func (dl *delayLink) Close() error {
-	select {
-	case <-dl.quit:
-	default:
-		close(dl.quit)
-	}
-	return dl.Link.Close()
 }

@@ -81,6 +81,9 @@ type Request struct {
 	Rate  string   `json:"rate,omitempty"`
 	Delay string   `json:"delay,omitempty"`
 	Loss  *float64 `json:"loss,omitempty"`
+	// Corrupt, Loss and Delay: emuswitch's, and an emunic's whose link's
+	// other end is a NIC (the wire toward it).
+	Corrupt *float64 `json:"corrupt,omitempty"`
 	// Schedule replaces the link's schedule (lab.ScheduleStep; emuswitch's
 	// field): state changes at times counted from now; [] cancels it.
 	Schedule []lab.ScheduleStep `json:"schedule"`
@@ -157,6 +160,17 @@ type Status struct {
 	LID     uint16    `json:"lid,omitempty"`
 	IBState string    `json:"ib_state,omitempty"`
 	SM      *SMStatus `json:"sm,omitempty"`
+	// Wire is the emulated wire toward this NIC when a NIC is at the
+	// link's other end (no switch port emulates it).
+	Wire *WireStatus `json:"wire,omitempty"`
+}
+
+// WireStatus is an emulated wire's delay (one way), loss and corruption
+// probabilities.
+type WireStatus struct {
+	Delay   string  `json:"delay"`
+	Loss    float64 `json:"loss"`
+	Corrupt float64 `json:"corrupt"`
 }
 
 // SMStatus is the subnet manager's state (the emunic that runs ib.sm).

@@ -47,7 +47,9 @@ changed. A rate is the link's, both ways: set on either end of a link between
 a switch and an emulated NIC (emunic), it is set on both, the switch port's
 transmitter and the NIC's. Delay, loss and corruption apply to the frames the
 switch port sends and receives; an emunic takes down, up and rate only: set
-the others on the switch side of its link. A host without a daemon (a lab
+the others on the switch side of its link. Between two emulated NICs (no
+switch), each emunic emulates the wire toward itself: a delay, loss or
+corruption set on either end is set on both, and holds both ways. A host without a daemon (a lab
 brought up with --hosts tap) is a TAP port of its switch: the change is made
 on that switch port.
 
@@ -184,7 +186,7 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 			}
 			tport = peerPort
 			fmt.Fprintf(errOut, "%s:%s is a TAP port of %s: setting %s\n", n.Name, port, target.Name, p.Peer)
-		case change.Delay != "" || change.Loss != nil || change.Corrupt != nil:
+		case (change.Delay != "" || change.Loss != nil || change.Corrupt != nil) && !nicPeer(li, p.Peer):
 			hint := ""
 			if p.Peer != "" {
 				hint = fmt.Sprintf("; set it on the switch side of the link: emulab link set %s %s", p.Peer, strings.Join(withoutState(words), " "))
@@ -201,19 +203,24 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if err := writeLinkResult(out, target.Name+":"+tport, &change, raw); err != nil {
 		return err
 	}
-	if change.Rate == "" {
-		return nil
-	}
 	// A rate is the link's, both ways: each end's transmitter runs at it.
 	// The other end of a link to an emulated NIC is a daemon of its own;
 	// between two switches, or toward a TAP, the one port paces both ways.
+	// Between two emulated NICs each emulates the wire toward itself, so
+	// the delay, loss and corruption go to both too.
 	peer, pport := linkRatePeer(li, target, tport)
 	if peer == nil {
 		return nil
 	}
 	pc := lab.LinkChange{Port: pport, Rate: change.Rate}
+	if target.Kind == lab.KindNIC && peer.Kind == lab.KindNIC {
+		pc.Delay, pc.Loss, pc.Corrupt = change.Delay, change.Loss, change.Corrupt
+	}
+	if pc.Rate == "" && pc.Delay == "" && pc.Loss == nil && pc.Corrupt == nil {
+		return nil
+	}
 	if raw, err = lab.SetLink(peer.Control, pc, opsTimeout); err != nil {
-		return fmt.Errorf("link set %s: the rate was set on %s:%s, but not on the link's other end %s:%s: %w", endpoint, target.Name, tport, peer.Name, pport, err)
+		return fmt.Errorf("link set %s: %s was set on %s:%s, but not on the link's other end %s:%s: %w", endpoint, changedWords(&pc), target.Name, tport, peer.Name, pport, err)
 	}
 	return writeLinkResult(out, peer.Name+":"+pport, &pc, raw)
 }
@@ -238,6 +245,14 @@ func linkRatePeer(li *lab.LabInfo, node *lab.NodeInfo, port string) (*lab.NodeIn
 	return peer, peerPort
 }
 
+// nicPeer reports whether the endpoint peer (NODE:PORT) is an emulated
+// NIC's.
+func nicPeer(li *lab.LabInfo, peer string) bool {
+	name, _ := lab.SplitEndpoint(peer)
+	n := li.Node(name)
+	return n != nil && n.Kind == lab.KindNIC && n.Control != ""
+}
+
 // withoutState drops up and down from CHANGE words (for the hint that
 // sends the rest to the switch).
 func withoutState(words []string) []string {
@@ -257,7 +272,24 @@ func writeLinkResult(out io.Writer, name string, c *lab.LinkChange, raw json.Raw
 		Port *swd.PortStatus `json:"port"`
 	}
 	if err := json.Unmarshal(raw, &r); err != nil || r.Port == nil {
-		_, err := fmt.Fprintf(out, "%s: link %s\n", name, c.State)
+		// emunic: what was set.
+		var w []string
+		if c.State != "" {
+			w = append(w, c.State)
+		}
+		if c.Rate != "" {
+			w = append(w, "rate "+c.Rate)
+		}
+		if c.Delay != "" {
+			w = append(w, "delay "+c.Delay)
+		}
+		if c.Loss != nil {
+			w = append(w, fmt.Sprintf("loss %g", *c.Loss))
+		}
+		if c.Corrupt != nil {
+			w = append(w, fmt.Sprintf("corrupt %g", *c.Corrupt))
+		}
+		_, err := fmt.Fprintf(out, "%s: link %s\n", name, strings.Join(w, ", "))
 		return err
 	}
 	p := r.Port

@@ -298,6 +298,45 @@ func TestOpsLab(t *testing.T) {
 	needTool(t, "ping")
 	t.Run("nic", func(t *testing.T) { testOpsNIC(t, e) })
 	t.Run("tap", func(t *testing.T) { testOpsTAP(t, e) })
+	t.Run("back-to-back", func(t *testing.T) { testOpsBackToBack(t, e) })
+}
+
+// testOpsBackToBack: two NICs cabled to each other, no switch. The lab
+// file's delay holds in real time (each emunic emulates the wire toward
+// itself), and link set changes the wire on both ends: a delay both ways,
+// a loss that stops every ping, then none.
+func testOpsBackToBack(t *testing.T, e *upEnv) {
+	l := e.lab(t, "testdata/up/back-to-back.yaml")
+	socks := e.up(t, l, "nic")
+	e.ping(t, l, "h1", "h2")
+	if rtt, err := e.pingRTT(t, l, "h1", "h2"); err != nil || rtt < 10 {
+		t.Errorf("ping across 5 ms each way: %v ms, %v; want at least 10 ms", rtt, err)
+	}
+	out := e.mustOps(t, "link", "set", "h1", "delay", "20ms")
+	if !strings.Contains(out, "h1:eth0: link delay 20ms") || !strings.Contains(out, "h2:eth0: link delay 20ms") {
+		t.Errorf("link set h1 delay 20ms printed %q, want both ends", out)
+	}
+	if rtt, err := e.pingRTT(t, l, "h1", "h2"); err != nil || rtt < 40 {
+		t.Errorf("ping across 20 ms each way: %v ms, %v; want at least 40 ms", rtt, err)
+	}
+	e.mustOps(t, "link", "set", "h2:eth0", "loss", "100%")
+	if _, err := e.pingRTT(t, l, "h1", "h2"); err == nil {
+		t.Errorf("ping across a wire that loses every frame got a reply")
+	}
+	var js struct {
+		Transport map[string]uint64
+	}
+	// The ping never reached h2, so h2 never answered: the loss is all
+	// on the wire toward h2.
+	if err := json.Unmarshal([]byte(e.mustOps(t, "stats", "h2", "--json")), &js); err != nil {
+		t.Fatal(err)
+	}
+	if js.Transport["link_loss_rx"] == 0 {
+		t.Errorf("stats h2: link_loss_rx 0 after a lost ping (%v)", js.Transport)
+	}
+	e.mustOps(t, "link", "set", "h1:eth0", "loss", "0", "delay", "0")
+	e.ping(t, l, "h1", "h2")
+	e.down(t, l, socks)
 }
 
 // runOps runs `emulab SUB args... --state-dir S` (the flag last, so that a
