@@ -27,8 +27,7 @@ import (
 // testLab writes a two-NIC back-to-back lab file and loads it.
 func testLab(t testing.TB, extra string) *lab.Spec {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "b2b.yaml")
-	y := `name: b2b
+	return specFrom(t, `name: b2b
 topology:
   defaults: {rate: 100G, delay: 1us, mtu: 4200}
   nodes:
@@ -36,7 +35,13 @@ topology:
     h2: {kind: nic}
   links:
     - endpoints: ["h1:eth0", "h2:eth0"]
-` + extra
+`+extra)
+}
+
+// specFrom loads a lab file written from y.
+func specFrom(t testing.TB, y string) *lab.Spec {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lab.yaml")
 	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,10 @@ package nicd
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nic"
 )
 
@@ -287,8 +284,7 @@ func TestPerfRecv(t *testing.T) {
 // trips.
 func TestPerfPingPong(t *testing.T) {
 	const delay = 20 * time.Millisecond
-	f := filepath.Join(t.TempDir(), "long.yaml")
-	if err := os.WriteFile(f, []byte(`name: long
+	d, ctl := pairOfDaemons(t, specFrom(t, `name: long
 topology:
   defaults: {rate: 100G, delay: 20ms, mtu: 4200}
   nodes:
@@ -296,14 +292,7 @@ topology:
     h2: {kind: nic}
   links:
     - endpoints: ["h1:eth0", "h2:eth0"]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec, err := lab.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, ctl := pairOfDaemons(t, spec)
+`))
 	a, b := dial(t, ctl[0]), dial(t, ctl[1])
 	const size, iters = 4000, 10
 	pair, err := NewPair(a, b, PairConfig{BufSize: 4096, Depth: 4})

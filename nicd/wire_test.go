@@ -1,13 +1,11 @@
 package nicd
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/rt"
 )
 
@@ -85,21 +83,14 @@ func TestNICWire(t *testing.T) {
 	}
 
 	// Toward a switch the wire is the switch port's.
-	f := filepath.Join(t.TempDir(), "sw.yaml")
-	if err := os.WriteFile(f, []byte(`name: sw
+	spec := specFrom(t, `name: sw
 topology:
   nodes:
     sw1: {kind: switch}
     h1: {kind: nic}
   links:
     - endpoints: ["h1:eth0", "sw1:p1"]
-`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	spec, err := lab.Load(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	a, _, err := rt.SeqpacketPair()
 	if err != nil {
 		t.Fatal(err)
