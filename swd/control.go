@@ -371,6 +371,17 @@ func (d *Daemon) link(req *Request) Response {
 	if req.State == "" && req.Rate == "" && req.Delay == "" && req.Loss == nil && req.Corrupt == nil && req.Schedule == nil {
 		return Response{Error: `link: give "state", "rate", "delay", "loss", "corrupt" or "schedule"`}
 	}
+	if req.Rate != "" {
+		// The port runs at the link's new rate: the engine serializes at
+		// it, so its queues, PFC and ECN see the slower (or faster) link.
+		// Only the wire behind a port paced by the engine at the old speed
+		// would hold the difference in a drop-tail queue that knows no
+		// priority: a lossless priority would lose frames.
+		if err := d.sw.SetPortSpeed(p.idx, rate); err != nil {
+			return Response{Error: fmt.Sprintf("rate %q: %v", req.Rate, err)}
+		}
+		p.speed = rate
+	}
 	var note string
 	p.sched, note = p.sched.Change(d.clk, sched, req.State != "", func(up bool) { d.scheduledState(p, up) })
 	if note != "" {

@@ -599,3 +599,54 @@ func TestCaptureGapNoted(t *testing.T) {
 		t.Errorf("record comment %q, %v", rec.Comment, err)
 	}
 }
+
+// TestRateChangeKeepsLossless: a rate set at run time is the port's: the
+// switch engine serializes at it, so a burst toward the slower link waits
+// in the egress queue of its lossless priority, where PFC and ECN act,
+// and every frame arrives. Before, only the wire behind the port slowed
+// down: the engine sent at the port's old speed into a drop-tail wire,
+// which dropped the lossless priority's frames (link_queue_drop) and sent
+// no PFC.
+func TestRateChangeKeepsLossless(t *testing.T) {
+	td := startTestDaemon(t, true)
+	var st StatusResponse
+	td.call(t, Request{Op: "link", Port: "p2", Rate: "1G"}, &st)
+	if !st.OK || st.Port.Rate != "1G" || st.Port.Speed != "1G" {
+		t.Fatalf("rate 1G: %+v", st.Port)
+	}
+	speed := make(chan uint64, 1)
+	td.d.loop.Post(func() { speed <- td.d.sw.PortSpeed(1) })
+	if s := <-speed; s != 1e9 {
+		t.Fatalf("the engine's p2 runs at %d b/s after rate 1G", s)
+	}
+	// 1000 frames of 1 KB at priority 3 (DSCP 26): 8 ms of the 1 Gb/s
+	// wire, sent in well under that.
+	const n = 1000
+	f := udpFrame(1000, 26)
+	got := make(chan int, 1)
+	go func() { got <- len(recv(t, td.link[1], n)) }()
+	for i := 0; i < n; i += 50 {
+		batch := make([][]byte, 50)
+		for k := range batch {
+			batch[k] = f
+		}
+		send(t, td.link[0], batch...)
+	}
+	if k := <-got; k != n {
+		t.Fatalf("%d of %d frames arrived", k, n)
+	}
+	c2 := td.counters(t, "p2")
+	if c2["link_queue_drop"] != 0 || c2["tx_prio3_packets"] != n {
+		t.Errorf("p2: link_queue_drop %d, tx_prio3_packets %d (want 0, %d)", c2["link_queue_drop"], c2["tx_prio3_packets"], n)
+	}
+	// The burst waited in the switch's queue (where PFC and ECN see it),
+	// not on the wire.
+	if w := c2["queue3_watermark"]; w < 100_000 {
+		t.Errorf("p2 queue3_watermark %d: a 1 MB burst at 100 times the port's rate did not queue in the switch", w)
+	}
+
+	td.call(t, Request{Op: "link", Port: "p2", Rate: "0"}, &st)
+	if st.OK {
+		t.Errorf("rate 0 accepted: %+v", st.Port)
+	}
+}

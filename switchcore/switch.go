@@ -185,6 +185,29 @@ func (s *Switch) PortIndex(name string) int {
 // PortSpeed returns the port's speed in bits/s.
 func (s *Switch) PortSpeed(port int) uint64 { return s.ports[port].speed }
 
+// SetPortSpeed changes a port's speed while the switch runs (a link that
+// came up at another rate; a lab's `link set rate`). The egress serializes
+// at it from the next frame, and PFC pause quanta count its bit times, so
+// the priority's queue, its XOFF and its ECN marks see the link as it now
+// is; a frame already started keeps its time. A configured PFC refresh
+// must stay shorter than the pause time at the new speed (as Validate
+// asks of the configuration).
+func (s *Switch) SetPortSpeed(port int, bps uint64) error {
+	if port < 0 || port >= len(s.ports) {
+		return fmt.Errorf("switchcore: no port %d", port)
+	}
+	p := &s.ports[port]
+	if bps == 0 {
+		return fmt.Errorf("switchcore: port %s: speed 0", p.cfg.Name)
+	}
+	if q := s.cfg.PFCQuanta; s.cfg.PFCRefresh > 0 && q > 0 && s.cfg.PFCRefresh >= wire.QuantaToTime(q, bps) {
+		return fmt.Errorf("switchcore: port %s: at %d b/s the pause time of %d quanta is %v, not longer than the PFC refresh %v: the peer would resume between refreshes",
+			p.cfg.Name, bps, q, wire.QuantaToTime(q, bps), s.cfg.PFCRefresh)
+	}
+	p.speed = bps
+	return nil
+}
+
 // SetTrace installs a hook called for every TraceEvent (nil removes it).
 func (s *Switch) SetTrace(fn func(ev TraceEvent)) { s.trace = fn }
 

@@ -45,11 +45,12 @@ func init() {
 and several may be given at once; they are checked before anything is
 changed. A rate is the link's, both ways: set on either end of a link between
 a switch and an emulated NIC (emunic), it is set on both, the switch port's
-transmitter and the NIC's. Delay, loss and corruption apply to the frames the
-switch port sends and receives; an emunic takes down, up and rate only: set
-the others on the switch side of its link. Between two emulated NICs (no
-switch), each emunic emulates the wire toward itself: a delay, loss or
-corruption set on either end is set on both, and holds both ways. A host without a daemon (a lab
+transmitter and the NIC's; between two switches, on both ports. Delay, loss
+and corruption hold both ways too: a switch port toward an emulated NIC or a
+TAP host emulates the wire both ways; between two switches each emulates what
+it sends, and between two emulated NICs each what it receives, so the change
+is made on both ends. An emunic across from a switch takes down, up and rate
+only: set the others on the switch side of its link. A host without a daemon (a lab
 brought up with --hosts tap) is a TAP port of its switch: the change is made
 on that switch port.
 
@@ -203,17 +204,19 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if err := writeLinkResult(out, target.Name+":"+tport, &change, raw); err != nil {
 		return err
 	}
-	// A rate is the link's, both ways: each end's transmitter runs at it.
-	// The other end of a link to an emulated NIC is a daemon of its own;
-	// between two switches, or toward a TAP, the one port paces both ways.
-	// Between two emulated NICs each emulates the wire toward itself, so
-	// the delay, loss and corruption go to both too.
-	peer, pport := linkRatePeer(li, target, tport)
+	// A rate is the link's, both ways: each end's transmitter runs at it,
+	// so the other end takes it too when it has a daemon of its own (a
+	// TAP host's port is its switch's, which paces both ways). The wire's
+	// delay, loss and corruption are emulated by a switch port both ways
+	// toward a NIC, but by each end for itself between two switches (its
+	// egress) and between two NICs (its ingress): there both ends take
+	// them.
+	peer, pport := linkPeer(li, target, tport)
 	if peer == nil {
 		return nil
 	}
 	pc := lab.LinkChange{Port: pport, Rate: change.Rate}
-	if target.Kind == lab.KindNIC && peer.Kind == lab.KindNIC {
+	if target.Kind == peer.Kind {
 		pc.Delay, pc.Loss, pc.Corrupt = change.Delay, change.Loss, change.Corrupt
 	}
 	if pc.Rate == "" && pc.Delay == "" && pc.Loss == nil && pc.Corrupt == nil {
@@ -225,11 +228,10 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	return writeLinkResult(out, peer.Name+":"+pport, &pc, raw)
 }
 
-// linkRatePeer returns the other end of node's port whose transmitter
-// must take a rate set on this end too: an emulated NIC across from a
-// switch port, or the switch port across from a NIC. nil when the port
-// alone paces both directions (a switch toward a switch or a TAP host).
-func linkRatePeer(li *lab.LabInfo, node *lab.NodeInfo, port string) (*lab.NodeInfo, string) {
+// linkPeer returns the other end of node's port when it has a daemon: a
+// switch's port or an emulated NIC. nil toward a TAP host (the switch port
+// is the whole link) or nothing.
+func linkPeer(li *lab.LabInfo, node *lab.NodeInfo, port string) (*lab.NodeInfo, string) {
 	p := node.Port(port)
 	if p == nil || p.Peer == "" {
 		return nil, ""
@@ -237,9 +239,6 @@ func linkRatePeer(li *lab.LabInfo, node *lab.NodeInfo, port string) (*lab.NodeIn
 	peerName, peerPort := lab.SplitEndpoint(p.Peer)
 	peer := li.Node(peerName)
 	if peer == nil || peer.Control == "" || peerPort == "" {
-		return nil, ""
-	}
-	if node.Kind == lab.KindSwitch && peer.Kind == lab.KindSwitch {
 		return nil, ""
 	}
 	return peer, peerPort

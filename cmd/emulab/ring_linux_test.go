@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,18 @@ func testUpRing(t *testing.T, e *upEnv, hosts string) {
 	}
 	if blocked != 0 {
 		t.Errorf("flood_blocked_rx %d: a switch flooded onto a link its peer blocks", blocked)
+	}
+
+	// Between two switches each end emulates what it sends: a delay set
+	// on one end is set on both, and holds both ways.
+	out := e.mustOps(t, "link", "set", l.name+"/sw1:p2", "delay", "20ms")
+	for _, end := range []string{"sw1:p2", "sw2:p3"} {
+		if !regexp.MustCompile(end + `: link up, rate 10G \(port speed 10G\), delay 20ms`).MatchString(out) {
+			t.Errorf("link set sw1:p2 delay 20ms printed %q, want %s with the delay", out, end)
+		}
+	}
+	if rtt, err := e.pingRTT(t, l, "h1", "h2"); err != nil || rtt < 40 {
+		t.Errorf("ping h1 -> h2 across 20 ms each way: %v ms, %v; want at least 40 ms", rtt, err)
 	}
 	e.down(t, l, socks)
 }
