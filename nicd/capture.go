@@ -98,8 +98,6 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 		io.Copy(io.Discard, rest)
 		close(gone)
 	}()
-	flush := time.NewTicker(100 * time.Millisecond)
-	defer flush.Stop()
 	for {
 		select {
 		case r := <-s.ch:
@@ -122,9 +120,14 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 			if err != nil {
 				return nil
 			}
-		case <-flush.C:
-			if err := w.Flush(); err != nil {
-				return nil
+			// Out as soon as no other record waits: a reader merging
+			// this stream with a switch's (emulab capture) orders them
+			// by time within a short window, and a daemon stopped next
+			// (emulab down) leaves nothing unwritten.
+			if len(s.ch) == 0 {
+				if err := w.Flush(); err != nil {
+					return nil
+				}
 			}
 		case <-gone:
 			return nil

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -329,6 +330,7 @@ func isRegularFile(f *os.File) bool {
 
 // liveRec is a record read from a source, copied out of its reader.
 type liveRec struct {
+	seq        uint64 // order of arrival, for records of one time stamp
 	src, iface int
 	link       capture.LinkType
 	ts         time.Time
@@ -428,16 +430,50 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 		}
 		return limit > 0 && written >= limit, nil
 	}
+	// Each daemon's records come in time order, but the streams of
+	// several daemons reach this process each at its own pace: a frame's
+	// rx at the switch could be written before its tx at the NIC that
+	// sent it. With more than one daemon a record waits reorderWindow
+	// after its time stamp, and the oldest waiting goes first.
+	var held recHeap
+	merge := len(srcs) > 1
+	due := time.NewTimer(time.Hour)
+	due.Stop()
+	defer due.Stop()
+	// release writes the held records due by now (all of them with all).
+	release := func(all bool) (stop bool, err error) {
+		now := time.Now()
+		for held.Len() > 0 {
+			if wait := reorderWindow - now.Sub(held[0].ts); !all && wait > 0 {
+				due.Reset(wait)
+				return false, nil
+			}
+			if stop, err := put(heap.Pop(&held).(liveRec)); stop || err != nil {
+				return stop, err
+			}
+		}
+		return false, nil
+	}
+	var seq uint64
+	take := func(r liveRec) (stop bool, err error) {
+		if !merge {
+			return put(r)
+		}
+		r.seq, seq = seq, seq+1
+		heap.Push(&held, r)
+		return release(false)
+	}
 	// drain writes the records that already arrived, when the capture
 	// stops (as a stopped tcpdump keeps them). This goroutine alone
 	// receives, so the receive never waits.
 	drain := func() error {
 		for len(recs) > 0 {
-			if stop, err := put(<-recs); stop || err != nil {
+			if stop, err := take(<-recs); stop || err != nil {
 				return err
 			}
 		}
-		return nil
+		_, err := release(true)
+		return err
 	}
 	for {
 		select {
@@ -456,8 +492,16 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 				err = cerr
 			}
 			return written, err
+		case <-due.C:
+			stop, err := release(false)
+			if err != nil {
+				return written, err
+			}
+			if stop {
+				return written, ng.Close()
+			}
 		case r := <-recs:
-			stop, err := put(r)
+			stop, err := take(r)
 			if err != nil {
 				return written, err
 			}
@@ -466,6 +510,30 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 			}
 		}
 	}
+}
+
+// reorderWindow is how long a record of a capture from several daemons
+// waits for older records of the other daemons. A daemon writes a record
+// out as soon as no other waits, so a stream lags by the time its daemon
+// and this process take to be scheduled: a millisecond on an idle
+// machine, tens on a loaded one.
+const reorderWindow = 50 * time.Millisecond
+
+// recHeap holds records by time stamp, the oldest first; records of one
+// time keep their order of arrival.
+type recHeap []liveRec
+
+func (h recHeap) Len() int { return len(h) }
+func (h recHeap) Less(i, j int) bool {
+	return h[i].ts.Before(h[j].ts) || h[i].ts.Equal(h[j].ts) && h[i].seq < h[j].seq
+}
+func (h recHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *recHeap) Push(x any)   { *h = append(*h, x.(liveRec)) }
+func (h *recHeap) Pop() any {
+	old := *h
+	r := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return r
 }
 
 // readLiveSource reads one daemon's pcapng stream and passes its records on

@@ -626,6 +626,32 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 		}
 	}
 
+	// Two daemons' records merge in time order: a frame's tx at h1 comes
+	// before its rx at sw1:p1, though the streams arrive as they do.
+	file = filepath.Join(t.TempDir(), "both.pcapng")
+	cp = e.startCapture(t, nil, "h1:eth0", "sw1:p1", "-w", file, "-c", "12")
+	e.ping(t, l, "h1", "h2")
+	if err := cp.wait(); err != nil {
+		t.Fatalf("capture h1:eth0 sw1:p1: %v\n%s", err, cp.msgs)
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := capture.Open(bufio.NewReader(f))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec capture.Record
+	var last time.Time
+	for k := 0; rd.Next(&rec) == nil; k++ {
+		if rec.Timestamp.Before(last) {
+			t.Errorf("capture h1:eth0 sw1:p1: record %d at %v, before the one ahead of it (%v)", k, rec.Timestamp, last)
+		}
+		last = rec.Timestamp
+	}
+	f.Close()
+
 	// capture to a pipe: every packet arrives while the capture runs
 	// (flushed per packet); SIGINT ends it cleanly. Two daemons merge
 	// into one stream.
