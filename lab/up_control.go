@@ -57,6 +57,11 @@ func ControlRequest(path string, req, resp any, timeout time.Duration) error {
 type DaemonPort struct {
 	Port      string
 	Transport string
+	// Wire is the link's rate and what the port emulates of its wire, as
+	// `link set` takes them: "rate 1G, delay 1us", with loss and corrupt
+	// when not 0 ("rate 100G" alone for an emunic across from a switch,
+	// whose wire the switch port emulates).
+	Wire string
 	// Link is "up", "down", "down (admin)" (set down by a link op, as
 	// `emulab link set` does), "down (peer)" (the far end was), "down
 	// (peer silent)" (a UDP link's peer sent nothing for a while), or
@@ -70,20 +75,30 @@ type DaemonPort struct {
 func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 	var r struct {
 		Ports []struct {
-			Port       string `json:"port"`
-			Transport  string `json:"transport"`
-			URI        string `json:"uri"`
-			Connected  bool   `json:"connected"`
-			Up         bool   `json:"up"`
-			AdminUp    *bool  `json:"admin_up"`
-			PeerDown   bool   `json:"peer_down"`
-			PeerSilent bool   `json:"peer_silent"`
+			Port       string  `json:"port"`
+			Transport  string  `json:"transport"`
+			URI        string  `json:"uri"`
+			Connected  bool    `json:"connected"`
+			Up         bool    `json:"up"`
+			AdminUp    *bool   `json:"admin_up"`
+			PeerDown   bool    `json:"peer_down"`
+			PeerSilent bool    `json:"peer_silent"`
+			Rate       string  `json:"rate"`
+			Delay      string  `json:"delay"`
+			Loss       float64 `json:"loss"`
+			Corrupt    float64 `json:"corrupt"`
 		} `json:"ports"`
 		Status *struct {
 			Port      string `json:"port"`
 			Transport string `json:"transport"`
 			Link      string `json:"link"`
 			AdminDown bool   `json:"admin_down"`
+			RateBps   uint64 `json:"rate_bps"`
+			Wire      *struct {
+				Delay   string  `json:"delay"`
+				Loss    float64 `json:"loss"`
+				Corrupt float64 `json:"corrupt"`
+			} `json:"wire"`
 		} `json:"status"`
 	}
 	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
@@ -108,14 +123,30 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 		if p.URI != "" {
 			tr = p.URI
 		}
-		out = append(out, DaemonPort{Port: p.Port, Transport: tr, Link: st})
+		out = append(out, DaemonPort{Port: p.Port, Transport: tr, Link: st, Wire: wireWords(p.Rate, p.Delay, p.Loss, p.Corrupt)})
 	}
 	if r.Status != nil && r.Status.Port != "" {
 		st := r.Status.Link
 		if r.Status.AdminDown {
 			st = "down (admin)"
 		}
-		out = append(out, DaemonPort{Port: r.Status.Port, Transport: r.Status.Transport, Link: st})
+		wire := "rate " + FormatRate(r.Status.RateBps)
+		if w := r.Status.Wire; w != nil {
+			wire = wireWords(FormatRate(r.Status.RateBps), w.Delay, w.Loss, w.Corrupt)
+		}
+		out = append(out, DaemonPort{Port: r.Status.Port, Transport: r.Status.Transport, Link: st, Wire: wire})
 	}
 	return out, nil
+}
+
+// wireWords describes a wire as `link set` takes it.
+func wireWords(rate, delay string, loss, corrupt float64) string {
+	w := "rate " + rate + ", delay " + delay
+	if loss > 0 {
+		w += fmt.Sprintf(", loss %g", loss)
+	}
+	if corrupt > 0 {
+		w += fmt.Sprintf(", corrupt %g", corrupt)
+	}
+	return w
 }

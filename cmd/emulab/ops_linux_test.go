@@ -319,6 +319,13 @@ func testOpsBackToBack(t *testing.T, e *upEnv) {
 	if rtt, err := e.pingRTT(t, l, "h1", "h2"); err != nil || rtt < 40 {
 		t.Errorf("ping across 20 ms each way: %v ms, %v; want at least 40 ms", rtt, err)
 	}
+	// status shows each end's wire.
+	st := e.mustRun(t, "status", l.name)
+	for _, end := range []string{`h1:eth0\s+h2:eth0`, `h2:eth0\s+h1:eth0`} {
+		if !regexp.MustCompile(`(?m)^\s+` + end + `\s+up\s+rate 10G, delay 20ms\s`).MatchString(st) {
+			t.Errorf("status after delay 20ms lacks %s's wire:\n%s", end, st)
+		}
+	}
 	e.mustOps(t, "link", "set", "h2:eth0", "loss", "100%")
 	if _, err := e.pingRTT(t, l, "h1", "h2"); err == nil {
 		t.Errorf("ping across a wire that loses every frame got a reply")

@@ -172,7 +172,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 	var unreachable []string
 	if st.Info != nil {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  PORT\tPEER\tLINK\tTRANSPORT")
+		fmt.Fprintln(tw, "  PORT\tPEER\tLINK\tWIRE\tTRANSPORT")
 		for _, n := range st.Info.Nodes {
 			if n.Control == "" {
 				continue
@@ -187,7 +187,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 				peer[p.Name] = p.Peer
 			}
 			for _, p := range ports {
-				fmt.Fprintf(tw, "  %s:%s\t%s\t%s\t%s\n", n.Name, p.Port, peer[p.Port], p.Link, p.Transport)
+				fmt.Fprintf(tw, "  %s:%s\t%s\t%s\t%s\t%s\n", n.Name, p.Port, peer[p.Port], p.Link, p.Wire, p.Transport)
 			}
 		}
 		tw.Flush()
