@@ -21,16 +21,19 @@ type LabInfo struct {
 
 // NodeInfo is one node of a built lab.
 type NodeInfo struct {
-	Name      string     `json:"name"`
-	Kind      NodeKind   `json:"kind"`
-	Namespace string     `json:"namespace"`
-	Daemon    string     `json:"daemon,omitempty"` // process name, e.g. emuswitch-sw1
-	Binary    string     `json:"binary,omitempty"`
-	Pid       int        `json:"pid,omitempty"`
-	Log       string     `json:"log,omitempty"`
-	Control   string     `json:"control,omitempty"`
-	Ports     []PortInfo `json:"ports,omitempty"`
-	Iface     *IfaceInfo `json:"iface,omitempty"`
+	Name      string   `json:"name"`
+	Kind      NodeKind `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Daemon    string   `json:"daemon,omitempty"` // process name, e.g. emuswitch-sw1
+	Binary    string   `json:"binary,omitempty"`
+	Pid       int      `json:"pid,omitempty"`
+	Log       string   `json:"log,omitempty"`
+	Control   string   `json:"control,omitempty"`
+	// Metrics is the daemon's Prometheus endpoint (up --metrics),
+	// ADDR:PORT in the network namespace emulab ran in.
+	Metrics string     `json:"metrics,omitempty"`
+	Ports   []PortInfo `json:"ports,omitempty"`
+	Iface   *IfaceInfo `json:"iface,omitempty"`
 }
 
 // IP is the host's IPv4 address on its interface (the invalid Addr for a

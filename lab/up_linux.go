@@ -44,6 +44,10 @@ type UpOptions struct {
 	Grace time.Duration
 	// Progress receives one line per step (nil: silent).
 	Progress io.Writer
+	// Metrics, ADDR:PORT, gives every daemon a Prometheus endpoint in the
+	// caller's network namespace: the first daemon on PORT, the next on
+	// PORT+1, and so on in the lab file's node order ("" none).
+	Metrics string
 	// Schedules runs the links' schedules (the lab file's `schedule:`) in
 	// real time, counted from the moment the lab is up. Off, they are the
 	// simulator's only: a schedule written for a simulated run of
@@ -163,6 +167,11 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if opt.Metrics != "" {
+		if err := plan.metrics(opt.Metrics, fmt.Sprintf("/proc/%d/ns/net", os.Getpid())); err != nil {
+			return nil, err
+		}
 	}
 	for _, pn := range plan.nodes {
 		if NamespaceExists(pn.namespace) {
@@ -455,7 +464,7 @@ func (l *Lab) info(plan *upPlan, labFile string, took time.Duration) *LabInfo {
 	for _, pn := range plan.nodes {
 		ni := NodeInfo{Name: pn.node.Name, Kind: pn.node.Kind, Namespace: pn.namespace}
 		if d := pn.daemon; d != nil {
-			ni.Daemon, ni.Binary, ni.Control = d.name, d.binary, d.control
+			ni.Daemon, ni.Binary, ni.Control, ni.Metrics = d.name, d.binary, d.control, d.metrics
 			ni.Log, _ = l.State.LogPath(d.name)
 			if p := l.procs[pn.node.Name]; p != nil {
 				ni.Pid = p.Pid

@@ -83,6 +83,30 @@ type planDaemon struct {
 	binary  string // SwitchBinary or NICBinary
 	args    []string
 	control string // control socket path
+	metrics string // its Prometheus endpoint, ADDR:PORT ("" none)
+}
+
+// metrics gives the plan's daemons consecutive ports from base (ADDR:PORT),
+// listening in the network namespace at nsPath.
+func (p *upPlan) metrics(base, nsPath string) error {
+	ap, err := netip.ParseAddrPort(base)
+	if err != nil {
+		return fmt.Errorf("--metrics %q: want ADDR:PORT (127.0.0.1:9100): %w", base, err)
+	}
+	port := int(ap.Port())
+	for _, pn := range p.nodes {
+		d := pn.daemon
+		if d == nil {
+			continue
+		}
+		if port == 0 || port > 65535 {
+			return fmt.Errorf("--metrics %s: the lab's daemons need ports %d and on, past 65535 (or 0)", base, ap.Port())
+		}
+		d.metrics = netip.AddrPortFrom(ap.Addr(), uint16(port)).String()
+		d.args = append(d.args, "--metrics", d.metrics, "--metrics-netns", nsPath)
+		port++
+	}
+	return nil
 }
 
 // planPort is one connected port of a node.

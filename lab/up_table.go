@@ -35,8 +35,28 @@ func (li *LabInfo) WriteTable(w io.Writer) error {
 			}
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return li.writeMetrics(w, "")
 }
+
+// writeMetrics lists the daemons' Prometheus endpoints (up --metrics), one
+// line each after indent; nothing without them.
+func (li *LabInfo) writeMetrics(w io.Writer, indent string) error {
+	for _, n := range li.Nodes {
+		if n.Metrics == "" {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "%smetrics %s: http://%s/metrics\n", indent, n.Name, n.Metrics); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WriteMetrics lists the daemons' Prometheus endpoints, indented (status).
+func (li *LabInfo) WriteMetrics(w io.Writer) error { return li.writeMetrics(w, "  ") }
 
 // nodeRows is a node's (port, peer, detail) rows.
 func nodeRows(n *NodeInfo) [][3]string {

@@ -56,6 +56,9 @@ type Options struct {
 	Control string
 	// Metrics is the listen address of the Prometheus endpoint ("" none).
 	Metrics string
+	// MetricsNetns is the network namespace the endpoint listens in (a
+	// /proc/PID/ns/net or /run/netns/NAME file; "" the daemon's own).
+	MetricsNetns string
 	// TimeDilation N >= 1 runs the emulated link N times slower than the
 	// wall clock (rt.Clock); 0 takes the lab file's time_dilation.
 	TimeDilation int
@@ -219,7 +222,7 @@ func StartContext(ctx context.Context, o Options) (_ *Daemon, err error) {
 		}
 	}
 	if o.Metrics != "" {
-		if err = d.serveMetrics(o.Metrics); err != nil {
+		if err = d.serveMetrics(o.Metrics, o.MetricsNetns); err != nil {
 			return nil, err
 		}
 	}

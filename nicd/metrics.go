@@ -3,18 +3,19 @@ package nicd
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/emufabric/emufabric/rt"
 )
 
 // serveMetrics serves Prometheus' text exposition format on addr at
 // /metrics: emu_nic_* metrics with the labels lab, node, port and, for
 // per-priority counters, priority (the emuswitch conventions).
-func (d *Daemon) serveMetrics(addr string) error {
-	ln, err := net.Listen("tcp", addr)
+func (d *Daemon) serveMetrics(addr, nsPath string) error {
+	ln, err := rt.ListenTCP(nsPath, addr)
 	if err != nil {
 		return fmt.Errorf("--metrics %s: %w", addr, err)
 	}

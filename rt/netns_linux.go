@@ -2,6 +2,7 @@ package rt
 
 import (
 	"fmt"
+	"net"
 	"runtime"
 
 	"github.com/vishvananda/netns"
@@ -49,3 +50,26 @@ func inNetns(ns netns.NsHandle, fn func() error) error {
 // nsGiven reports whether ns names a namespace: netns.None() (-1) and the
 // zero value both mean "the current one".
 func nsGiven(ns netns.NsHandle) bool { return ns > 0 }
+
+// ListenTCP listens on addr in the network namespace at nsPath (a
+// /proc/PID/ns/net or /run/netns/NAME file; "" is the caller's). A
+// listening socket stays in the namespace it was made in, so a daemon
+// that runs in a lab's namespace can still serve a port of the host's
+// (its Prometheus endpoint).
+func ListenTCP(nsPath, addr string) (net.Listener, error) {
+	if nsPath == "" {
+		return net.Listen("tcp", addr)
+	}
+	ns, err := netns.GetFromPath(nsPath)
+	if err != nil {
+		return nil, fmt.Errorf("rt: netns %s: %w", nsPath, err)
+	}
+	defer ns.Close()
+	var ln net.Listener
+	err = inNetns(ns, func() error {
+		var lerr error
+		ln, lerr = net.Listen("tcp", addr)
+		return lerr
+	})
+	return ln, err
+}

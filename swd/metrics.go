@@ -3,7 +3,6 @@ package swd
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"runtime"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/rt"
 	"github.com/emufabric/emufabric/switchcore"
 )
 
@@ -190,7 +190,7 @@ func escLabel(s string) string {
 
 // serveMetrics listens on --metrics and serves /metrics.
 func (d *Daemon) serveMetrics() error {
-	ln, err := net.Listen("tcp", d.opts.Metrics)
+	ln, err := rt.ListenTCP(d.opts.MetricsNetns, d.opts.Metrics)
 	if err != nil {
 		return fmt.Errorf("--metrics %s: %w", d.opts.Metrics, err)
 	}

@@ -16,6 +16,9 @@ type Options struct {
 	Ports   []PortBind // --port PORTNAME=URI, repeated
 	Control string     // --control PATH
 	Metrics string     // --metrics ADDR:PORT ("" = no HTTP server)
+	// MetricsNetns is the network namespace the metrics listener is
+	// opened in (--metrics-netns PATH; "" the daemon's own).
+	MetricsNetns string
 	// Dilation is --time-dilation N; 0 takes the lab file's time_dilation
 	// (1, real time, when the file has none).
 	Dilation int
@@ -198,6 +201,9 @@ func (o *Options) validate() error {
 		if _, err := netip.ParseAddrPort(o.Metrics); err != nil {
 			return fmt.Errorf("--metrics %q: want ADDR:PORT: %w", o.Metrics, err)
 		}
+	}
+	if o.MetricsNetns != "" && o.Metrics == "" {
+		return fmt.Errorf("--metrics-netns %s without --metrics", o.MetricsNetns)
 	}
 	if o.Dilation < 0 {
 		return fmt.Errorf("--time-dilation %d: must be >= 1", o.Dilation)

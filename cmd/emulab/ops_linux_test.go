@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -307,12 +310,39 @@ func TestOpsLab(t *testing.T) {
 // a loss that stops every ping, then none.
 func testOpsBackToBack(t *testing.T, e *upEnv) {
 	l := e.lab(t, "testdata/up/back-to-back.yaml")
-	socks := e.up(t, l, "nic")
+	// With --metrics every daemon serves /metrics in this namespace,
+	// though it runs in the lab's: h1 on the port given, h2 on the next.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	out := e.mustRun(t, "up", "--hosts", "nic", "--metrics", fmt.Sprintf("127.0.0.1:%d", base), l.file)
+	socks := recordedSockets(t, e.state, l.name)
+	for i, h := range []string{"h1", "h2"} {
+		url := fmt.Sprintf("http://127.0.0.1:%d/metrics", base+i)
+		if !strings.Contains(out, "metrics "+h+": "+url) {
+			t.Errorf("up --metrics printed no %s endpoint %s:\n%s", h, url, out)
+		}
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatalf("%s's metrics: %v", h, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := fmt.Sprintf(`emu_nic_rx_packets_phy{lab=%q,node=%q,port="eth0"}`, l.name, h); !strings.Contains(string(body), want) {
+			t.Errorf("%s's /metrics lacks %s:\n%.600s", h, want, body)
+		}
+	}
+	if st := e.mustRun(t, "status", l.name); !strings.Contains(st, fmt.Sprintf("metrics h2: http://127.0.0.1:%d/metrics", base+1)) {
+		t.Errorf("status lists no metrics endpoint:\n%s", st)
+	}
 	e.ping(t, l, "h1", "h2")
 	if rtt, err := e.pingRTT(t, l, "h1", "h2"); err != nil || rtt < 10 {
 		t.Errorf("ping across 5 ms each way: %v ms, %v; want at least 10 ms", rtt, err)
 	}
-	out := e.mustOps(t, "link", "set", "h1", "delay", "20ms")
+	out = e.mustOps(t, "link", "set", "h1", "delay", "20ms")
 	if !strings.Contains(out, "h1:eth0: link delay 20ms") || !strings.Contains(out, "h2:eth0: link delay 20ms") {
 		t.Errorf("link set h1 delay 20ms printed %q, want both ends", out)
 	}

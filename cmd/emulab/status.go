@@ -194,6 +194,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 		for _, u := range unreachable {
 			fmt.Fprintln(w, u)
 		}
+		st.Info.WriteMetrics(w)
 	}
 	present := 0
 	for _, s := range st.Sockets {

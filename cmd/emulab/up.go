@@ -30,6 +30,7 @@ type upFlags struct {
 	timeout  time.Duration
 	quiet    bool
 	schedule bool
+	metrics  string
 }
 
 func init() {
@@ -79,6 +80,7 @@ failure everything created is removed again (exit status 1). Interrupting up
 	cmd.Flags().StringVar(&fl.hosts, "hosts", string(lab.HostsAuto), "what stands behind a host's interface: nic (emunic), tap (a TAP port of the switch) or auto")
 	cmd.Flags().DurationVar(&fl.timeout, "timeout", lab.DefaultReadyTimeout, "how long the daemons may take to be ready")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "no progress lines")
+	cmd.Flags().StringVar(&fl.metrics, "metrics", "", "serve every daemon's Prometheus /metrics in this namespace: the first on `ADDR:PORT`, the next on PORT+1, ... (listed by up and status)")
 	cmd.Flags().BoolVar(&fl.schedule, "schedule", false, "run the links' schedules in real time, counted from when the lab is up (default: the simulator's only)")
 	rootCmd.AddCommand(cmd)
 }
@@ -110,6 +112,7 @@ func runUp(cmd *cobra.Command, file string, fl *upFlags) error {
 		ReadyTimeout: fl.timeout,
 		Progress:     progress,
 		Schedules:    fl.schedule,
+		Metrics:      fl.metrics,
 	})
 	if err != nil {
 		var fe *lab.FieldError

@@ -4,7 +4,7 @@
 // (package nicd has the logic; this file wires flags to it).
 //
 //	emunic --lab FILE --node NAME --tap eth0@NETNS --port URI --control /path/ctl.sock
-//	       [--metrics ADDR] [--time-dilation N] [--log FILE] [--cpuprofile FILE]
+//	       [--metrics ADDR [--metrics-netns PATH]] [--time-dilation N] [--log FILE] [--cpuprofile FILE]
 //
 // URI is seqpacket-listen:/path.sock, seqpacket-dial:/path.sock,
 // shm-listen:/path.sock, shm-dial:/path.sock (frames in shared-memory
@@ -72,6 +72,7 @@ func run(args []string, stdout io.Writer) error {
 	port := fs.String("port", "", "link: seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH or udp:LOCAL:PORT,REMOTE:PORT")
 	control := fs.String("control", "", "control socket path (created with mode 0600)")
 	metrics := fs.String("metrics", "", "Prometheus /metrics listen address, e.g. 127.0.0.1:9101")
+	metricsNetns := fs.String("metrics-netns", "", "open the --metrics listener in the network namespace at PATH (/proc/PID/ns/net, /run/netns/NAME): a daemon in a lab's namespace serving the host's Prometheus")
 	dilation := fs.Int("time-dilation", 0, "run the emulated link N times slower than the wall clock (default: the lab file's time_dilation, else 1)")
 	logFile := fs.String("log", "", "log file (default stderr)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to FILE until exit")
@@ -89,6 +90,8 @@ func run(args []string, stdout io.Writer) error {
 		return fmt.Errorf("--time-dilation %d: must be >= 1", *dilation)
 	case fs.NArg() > 0:
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	case *metricsNetns != "" && *metrics == "":
+		return fmt.Errorf("--metrics-netns %s without --metrics", *metricsNetns)
 	}
 	var lw io.Writer = os.Stderr
 	if *logFile != "" {
@@ -116,7 +119,7 @@ func run(args []string, stdout io.Writer) error {
 		defer stop()
 	}
 	d, err := nicd.StartContext(ctx, nicd.Options{Spec: spec, Node: *node, TAP: *tap, Port: *port, Control: *control,
-		Metrics: *metrics, TimeDilation: *dilation, Log: logger})
+		Metrics: *metrics, MetricsNetns: *metricsNetns, TimeDilation: *dilation, Log: logger})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			logger.Printf("signal while starting (%v): exiting", err)

@@ -6,7 +6,7 @@
 // seqpacket-dial port is still waiting for its peer to listen.
 //
 //	emuswitch --lab FILE --node NAME --port PORTNAME=URI ... --control PATH
-//	          [--no-flood PORTNAME ...] [--metrics ADDR:PORT]
+//	          [--no-flood PORTNAME ...] [--metrics ADDR:PORT [--metrics-netns PATH]]
 //	          [--time-dilation N] [--log FILE]
 //
 // Port URIs: seqpacket-listen:/path.sock, seqpacket-dial:/path.sock,
@@ -114,6 +114,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.Control, "control", "", "control socket path (mode 0600)")
 	fs.StringArrayVar(&o.NoFlood, "no-flood", nil, "PORTNAME: do not flood broadcast/multicast out of or in from this port, a port outside the switches' spanning tree (repeat)")
 	fs.StringVar(&o.Metrics, "metrics", "", "serve Prometheus /metrics on ADDR:PORT")
+	fs.StringVar(&o.MetricsNetns, "metrics-netns", "", "open the --metrics listener in the network namespace at PATH (/proc/PID/ns/net, /run/netns/NAME): a daemon in a lab's namespace serving the host's Prometheus")
 	fs.IntVar(&o.Dilation, "time-dilation", 0, "run the emulated fabric N times slower than the wall clock (default: the lab file's time_dilation, else 1)")
 	fs.StringVar(&o.Log, "log", "", "log file (default standard error)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to FILE until exit")
