@@ -138,11 +138,16 @@ func (d *Daemon) metricsText() []byte {
 			pctr("emu_pfcwd_storms_restored_total", "PFC watchdog storms restored.", float64(pc.PFCWDStormRestored))
 			pgauge("emu_queue_depth_bytes", "Bytes queued at the egress queue.", float64(d.sw.QueueDepth(p.idx, prio)))
 			pgauge("emu_queue_watermark_bytes", "Highest egress queue occupancy seen.", float64(pc.QueueWatermark))
+			// An ingress priority group is not a priority (the
+			// PFC_PRIORITY_TO_PRIORITY_GROUP_MAP maps several to one): its
+			// families carry pg="N", as the pgN_ counters are named.
+			pgl := "{" + pl + `,pg="` + strconv.Itoa(prio) + `"}`
+			pg := func(name, help string, v float64) { add(name, "gauge", help, pgl, v) }
 			shared, hdrm := d.sw.PGOccupancy(p.idx, prio)
-			pgauge("emu_pg_shared_bytes", "Ingress priority group occupancy, shared buffer.", float64(shared))
-			pgauge("emu_pg_headroom_bytes", "Ingress priority group occupancy, headroom.", float64(hdrm))
-			pgauge("emu_pg_shared_watermark_bytes", "Highest shared-buffer occupancy of the priority group.", float64(pc.PGSharedWatermark))
-			pgauge("emu_pg_headroom_watermark_bytes", "Highest headroom occupancy of the priority group.", float64(pc.PGHeadroomWatermark))
+			pg("emu_pg_shared_bytes", "Ingress priority group occupancy, shared buffer.", float64(shared))
+			pg("emu_pg_headroom_bytes", "Ingress priority group occupancy, headroom.", float64(hdrm))
+			pg("emu_pg_shared_watermark_bytes", "Highest shared-buffer occupancy of the priority group.", float64(pc.PGSharedWatermark))
+			pg("emu_pg_headroom_watermark_bytes", "Highest headroom occupancy of the priority group.", float64(pc.PGHeadroomWatermark))
 			pgauge("emu_pfc_paused", "1 while received PFC pauses this egress priority.", b2f(d.sw.Paused(p.idx, prio)))
 			pgauge("emu_pfc_xoff_asserted", "1 while the switch asserts XOFF for this priority to its peer.", b2f(d.sw.XoffSent(p.idx, prio)))
 		}
