@@ -101,10 +101,7 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 	for {
 		select {
 		case r := <-s.ch:
-			comment := "rx"
-			if r.tx {
-				comment = fmt.Sprintf("tx prio %d", r.prio)
-			}
+			comment := captureNote(r, ib)
 			if r.dropped > 0 {
 				comment = capture.GapComment(comment, r.dropped)
 			}
@@ -136,4 +133,30 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 			return nil
 		}
 	}
+}
+
+// captureNote is a record's comment: its direction and, sent on RoCE, the
+// priority it was queued at; on IB the VL (and SL) from its LRH, or a link
+// packet's flow control, as emuswitch notes them.
+func captureNote(r capRec, ib bool) string {
+	dir := "rx"
+	if r.tx {
+		dir = "tx"
+	}
+	switch {
+	case !ib && r.tx:
+		return fmt.Sprintf("tx prio %d", r.prio)
+	case !ib:
+		return dir
+	case len(r.data) == wire.IBLinkSize:
+		l := wire.IBLink(r.data)
+		if l.Validate(0) != nil {
+			return "malformed link packet " + dir
+		}
+		return fmt.Sprintf("%s flow control: VL %d FCTBS %d FCCL %d", dir, l.VL(), l.FCTBS(), l.FCCL())
+	case len(r.data) >= wire.LRHSize:
+		h := wire.LRH(r.data)
+		return fmt.Sprintf("%s VL %d SL %d", dir, h.VL(), h.SL())
+	}
+	return dir
 }
