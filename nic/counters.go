@@ -152,6 +152,7 @@ type PortCounters struct {
 	TxPacketsPhy, TxBytesPhy uint64 // tx_packets_phy, tx_bytes_phy
 	RxPauseCtrlPhy           uint64 // rx_pause_ctrl_phy: PAUSE/PFC frames received
 	TxPauseCtrlPhy           uint64 // tx_pause_ctrl_phy
+	LinkDownEventsPhy        uint64 // link_down_events_phy: times a link that was up went down
 }
 
 // Count returns the value of one counter.
@@ -195,6 +196,7 @@ func (n *NIC) WriteEthtool(w io.Writer) error {
 		{"rx_packets_phy", p.RxPacketsPhy}, {"tx_packets_phy", p.TxPacketsPhy},
 		{"rx_bytes_phy", p.RxBytesPhy}, {"tx_bytes_phy", p.TxBytesPhy},
 		{"rx_pause_ctrl_phy", p.RxPauseCtrlPhy}, {"tx_pause_ctrl_phy", p.TxPauseCtrlPhy},
+		{"link_down_events_phy", p.LinkDownEventsPhy},
 	} {
 		if _, err := fmt.Fprintf(w, "     %s: %d\n", kv.k, kv.v); err != nil {
 			return err

@@ -164,6 +164,11 @@ func (n *NIC) SetLinkUp(up bool) {
 	if n.linkDown == !up {
 		return // no change: in particular no new IB link start-up
 	}
+	if !up && n.tx != nil {
+		// A link that was up (a transmitter attached, not down) lost its
+		// carrier: the cable, the far end set down, the far end gone.
+		n.port.LinkDownEventsPhy++
+	}
 	if !up && n.ib() && n.tx != nil && !n.ibl.lost {
 		// The link went down under the port (its cable, or the far end
 		// set down): IB's LinkDownedCounter counts it, as it counts a

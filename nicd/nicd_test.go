@@ -690,11 +690,17 @@ func TestLinkOp(t *testing.T) {
 	if rate != 10e9 {
 		t.Errorf("the NIC's rate after the link op: %d", rate)
 	}
+	if r, err := c.Counters(); err != nil || r.Ports[0].Counters["link_down_events_phy"] != 0 {
+		t.Errorf("link_down_events_phy before any link went down: %v %v", r.Ports[0].Counters["link_down_events_phy"], err)
+	}
 	if _, err := c.Call(&Request{Op: "link", State: "down", Port: "eth0"}, -1); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := c.Status(); err != nil || !st.AdminDown {
 		t.Errorf("status after down: %+v %v", st, err)
+	}
+	if r, err := c.Counters(); err != nil || r.Ports[0].Counters["link_down_events_phy"] != 1 {
+		t.Errorf("link_down_events_phy after the link went down once: %v %v", r.Ports[0].Counters["link_down_events_phy"], err)
 	}
 	var times [8]uint16
 	times[3] = 10
