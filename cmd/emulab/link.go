@@ -68,6 +68,16 @@ out for a node with one port.`,
 	}
 	link.PersistentFlags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
 	link.PersistentFlags().StringVar(&fl.lab, "lab", "", "the node is in lab `NAME` (default: the one lab that is up)")
+	// A negative value (rate -1G) reads as a flag to the parser; say what
+	// it is instead of "unknown shorthand flag: '1' in -1G".
+	set.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// pflag: "unknown shorthand flag: '1' in -1G"
+		_, a, ok := strings.Cut(err.Error(), "' in ")
+		if ok && len(a) > 1 && a[0] == '-' && (a[1] >= '0' && a[1] <= '9' || a[1] == '.') {
+			return fmt.Errorf("%s: a negative value; rates, delays and probabilities are 0 or more", a)
+		}
+		return err
+	})
 	link.AddCommand(set)
 	rootCmd.AddCommand(link)
 }

@@ -810,6 +810,7 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 	e.failOps(t, `rate "10X"`, "link", "set", "sw1:p1", "rate", "10X")
 	e.failOps(t, "delay: time \"5\"", "link", "set", "sw1:p1", "delay", "5")
 	e.failOps(t, "loss: \"2\"", "link", "set", "sw1:p1", "loss", "2")
+	e.failOps(t, "-1G: a negative value", "link", "set", "sw1:p1", "rate", "-1G")
 	e.failOps(t, `no port "p7" on sw1`, "link", "set", "sw1:p7", "down")
 	e.failOps(t, "say which port", "link", "set", "sw1", "down")
 	e.failOps(t, "has no node h7", "link", "set", "h7:eth0", "down")
