@@ -431,7 +431,7 @@ func testUpHosts(t *testing.T, e *upEnv, hosts string) {
 			t.Errorf("status lacks %q:\n%s", want, st)
 		}
 	}
-	if hosts == "nic" && !regexp.MustCompile(`h1:eth0\s+sw1:p1\s+up\s+shm-dial:`).MatchString(st) {
+	if hosts == "nic" && !regexp.MustCompile(`h1:eth0\s+sw1:p1\s+up\s+rate 100G\s+shm-dial:`).MatchString(st) {
 		t.Errorf("status lacks emunic's port:\n%s", st)
 	}
 	// The host namespace holds lo and eth0 only.
