@@ -244,6 +244,19 @@ func (pp *pingPong) finish() error {
 	return pp.waitFor("the completion of every message", func() bool { return pp.done >= pp.sent })
 }
 
+// settled waits for the side's last message to complete before the next
+// is posted, as perftest's latency loops poll their send completion each
+// time round. An answer can come before the acknowledgement of the
+// message it answers (the acknowledgement lost, or late), and a latency
+// run's send queue holds one message: posting the next at once would find
+// it full.
+func (pp *pingPong) settled() error {
+	if pp.done >= pp.sent {
+		return nil
+	}
+	return pp.waitFor(fmt.Sprintf("the completion of message %d", pp.sent-1), func() bool { return pp.done >= pp.sent })
+}
+
 // perfPong is the server's side of a ping-pong: answer each of the peer's
 // messages as it lands.
 func (s *session) perfPong(req *Request) (*Response, error) {
@@ -275,6 +288,9 @@ func (s *session) perfPong(req *Request) (*Response, error) {
 				return nil, err
 			}
 		}
+		if err := pp.settled(); err != nil {
+			return nil, err
+		}
 		if err := pp.post(&p.WR); err != nil {
 			return nil, err
 		}
@@ -301,6 +317,9 @@ func (s *session) perfPing(p *LatParams) (*Response, error) {
 			if err := pp.postRecv(p.Recv); err != nil {
 				return nil, err
 			}
+		}
+		if err := pp.settled(); err != nil {
+			return nil, err
 		}
 		if p.Recv == nil {
 			if err := pp.stamp(&p.WR, i); err != nil {

@@ -27,7 +27,7 @@ import (
 //	{"op":"poll_cq","cq":H,"max":N,"min":M,"timeout_ms":T}
 //	{"op":"perf_bw","bw":{"qp":H,"cq":H,"wr":{...},"depth":N,"iters":N,"cq_mod":N,"duration_ms":T}}  bw: the run (perf_bw.go)
 //	{"op":"perf_lat","lat":{"qp":H,"cq":H,"wr":{...},"iters":N,"ping_pong":B,"recv":{...}}}  lat_ns: post to completion (ping_pong: half to the answer) per message
-//	{"op":"perf_pong","pong":{"qp":H,"cq":H,"wr":{...},"recv":{...},"iters":N}}  the server's side of a ping-pong latency run (perf_pong.go)
+//	{"op":"perf_pong","pong":{"qp":H,"cq":H,"wr":{...},"watch":{"addr":A,"lkey":K},"recv":{...},"iters":N}}  the server's side of a ping-pong latency run (perf_pong.go)
 //	{"op":"perf_recv","recv":{"qp":H,"cq":H,"wr":{...},"stock":N,"iters":N}}  recv: the responder's side of a SEND run (perf_recv.go)
 //	{"op":"destroy_qp","qp":H}
 //

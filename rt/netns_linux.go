@@ -71,5 +71,11 @@ func ListenTCP(nsPath, addr string) (net.Listener, error) {
 		ln, lerr = net.Listen("tcp", addr)
 		return lerr
 	})
+	if err != nil && ln != nil {
+		// Listening worked but the thread could not go back: the
+		// caller fails, and the listener must not outlive it.
+		ln.Close()
+		ln = nil
+	}
 	return ln, err
 }

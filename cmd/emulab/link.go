@@ -43,16 +43,20 @@ func init() {
   corrupt C        corruption probability per frame: 0.001 or 0.1%
 
 and several may be given at once; they are checked before anything is
-changed. A rate is the link's, both ways: set on either end of a link between
-a switch and an emulated NIC (emunic), it is set on both, the switch port's
-transmitter and the NIC's; between two switches, on both ports. Delay, loss
-and corruption hold both ways too: a switch port toward an emulated NIC or a
-TAP host emulates the wire both ways; between two switches each emulates what
-it sends, and between two emulated NICs each what it receives, so the change
-is made on both ends. An emunic across from a switch takes down, up and rate
-only: set the others on the switch side of its link. A host without a daemon (a lab
-brought up with --hosts tap) is a TAP port of its switch: the change is made
-on that switch port.
+changed (where both ends of a link take a change, the far end checks it
+again when it is set there, and an error then says the near end has it
+already). A rate is the link's, both ways: set on either end of a link
+between a switch and an emulated NIC (emunic), it is set on both, the switch
+port's transmitter and the NIC's; between two switches, on both ports. A
+switch port runs at the rate it is given, so its queues, PFC and ECN see the
+link as it now is. Delay, loss and corruption hold both ways too: a switch
+port toward an emulated NIC or a TAP host emulates the wire both ways;
+between two switches each emulates what it sends, and between two emulated
+NICs each what it receives, so the change is made on both ends. An emunic
+across from a switch takes down, up and rate only: set the others on the
+switch side of its link. A host without a daemon (a lab brought up with
+--hosts tap) is a TAP port of its switch: the change is made on that switch
+port.
 
 NODE is LAB/NODE, or NODE when one lab is up (or with --lab); PORT may be left
 out for a node with one port.`,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -287,6 +288,8 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutco
 	for _, size := range plan.sizes {
 		prepareBuffers(conns, op, size)
 		if plan.test.lat {
+			src, _ := perfBuffers(conns[0].pair, op)
+			before := bytes.Clone(src[:size])
 			samples, wall, err := runLatency(conns[0].pair, plan, size, dur)
 			if err != nil {
 				return oc, fmt.Errorf("%s %d bytes: %w", plan.test.name, size, err)
@@ -294,7 +297,7 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutco
 			durationsToLabTime(samples, plan.dilation)
 			wall /= time.Duration(max(plan.dilation, 1))
 			st := newLatStats(size, samples, wall)
-			verr := verifyBuffers(conns, op, size)
+			verr := verifyLatency(conns[0].pair, op, size, before)
 			st.Verified = verr == nil
 			writeLatRow(out, st, plan.duration > 0)
 			oc.lat = append(oc.lat, st)

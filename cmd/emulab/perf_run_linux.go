@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"sync"
@@ -350,6 +351,40 @@ func verifyBuffers(conns []*perfConn, op nic.WROpcode, size int) error {
 		src, dst := perfBuffers(c.pair, op)
 		if err := compareDest(src, dst, size); err != nil {
 			return fmt.Errorf("QP %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// verifyLatency checks a latency run's memory. read_lat's as the
+// bandwidth tests'. A ping-pong's answers carry back what they answer, so
+// the requester's buffer ends as the responder's, whatever landed there:
+// the responder's is checked against the source as it was before the run,
+// but for a WRITE's last byte, which carries each message's number (the
+// run itself waits for each), and the requester's against the responder's.
+func verifyLatency(p *nicd.Pair, op nic.WROpcode, size int, before []byte) error {
+	if op == nic.IBV_WR_RDMA_READ {
+		src, dst := perfBuffers(p, op)
+		return compareDest(src, dst, size)
+	}
+	dst := p.BBuf.Bytes
+	n := size
+	if op == nic.IBV_WR_RDMA_WRITE {
+		n = size - 1
+	}
+	if err := compareDest(before[:n], dst[:n], n); err != nil {
+		return err
+	}
+	for k := size; k < len(dst); k++ {
+		if dst[k] != 0 {
+			return fmt.Errorf("destination byte %d, beyond the %d-byte message, was written (%#02x)", k, size, dst[k])
+		}
+	}
+	if a := p.ABuf.Bytes; !bytes.Equal(a[:size], dst[:size]) {
+		for k := range size {
+			if a[k] != dst[k] {
+				return fmt.Errorf("the answers left the requester's byte %d at %#02x, the responder's is %#02x", k, a[k], dst[k])
+			}
 		}
 	}
 	return nil
