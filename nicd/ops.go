@@ -135,6 +135,12 @@ func (d *Daemon) opCounters() (*Response, error) {
 	err := d.Do(func() {
 		werr = errors.Join(d.nic.WriteEthtool(&eth), d.nic.WriteHWCounters(&hw))
 	})
+	if d.tapPort != nil {
+		// Frames for the host that its TAP queue had no room for: the
+		// host took them too slowly, as an mlx5 receive queue without
+		// buffers posted counts them.
+		fmt.Fprintf(&eth, "     rx_out_of_buffer: %d\n", d.tapPort.Counters.TxQueueDrops.Load())
+	}
 	if err == nil {
 		err = werr
 	}

@@ -581,7 +581,7 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 			t.Errorf("stats h1: %s is 0 after ping (%v)", k, m)
 		}
 	}
-	for _, k := range []string{"rx_prio3_pause", "tx_prio3_pause", "rx_pause_ctrl_phy"} {
+	for _, k := range []string{"rx_prio3_pause", "tx_prio3_pause", "rx_pause_ctrl_phy", "link_down_events_phy", "rx_out_of_buffer"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("stats h1 lacks %s", k)
 		}
