@@ -432,17 +432,22 @@ func (q *QP) completeSend(w *sendWQE, status WCStatus) {
 	} else {
 		n.cnt[ReqCQEError]++
 	}
-	if status != IBV_WC_SUCCESS || q.sigAll || w.flags&IBV_SEND_SIGNALED != 0 {
-		wc := WC{WRID: w.wrID, Status: status, Opcode: wcOpcodeOf(w.op), QPNum: q.qpn}
-		if status == IBV_WC_SUCCESS {
-			wc.ByteLen = w.sg.size
-		}
-		q.sendCQ.push(&wc)
+	signal := status != IBV_WC_SUCCESS || q.sigAll || w.flags&IBV_SEND_SIGNALED != 0
+	wc := WC{WRID: w.wrID, Status: status, Opcode: wcOpcodeOf(w.op), QPNum: q.qpn}
+	if status == IBV_WC_SUCCESS {
+		wc.ByteLen = w.sg.size
 	}
 	if w.op.readOrAtomic() && !w.failed && int32(q.req.idx-q.comp.idx) > 0 {
 		q.req.rdOut--
 	}
+	// The WQE's slot is free before its completion is seen: a CQ's
+	// notify may post the next request at once (a stream keeping its
+	// depth), and must find the room the completion made. w is not used
+	// after this.
 	q.comp.idx++
+	if signal {
+		q.sendCQ.push(&wc)
+	}
 }
 
 // flushSend completes every outstanding send WQE with IBV_WC_WR_FLUSH_ERR.

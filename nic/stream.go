@@ -49,7 +49,10 @@ type StreamStats struct {
 	FCT               []clock.Time // per completed message: post to completion
 	Failed            int
 	FirstError        WCStatus
-	Done              bool // Count messages completed, or stopped and drained, or failed
+	// PostError is the post that stopped the stream early, refused by its
+	// send queue (nil if none was).
+	PostError error
+	Done      bool // Count messages completed, or stopped and drained, or failed
 }
 
 // Throughput is the completed bytes per second between the first post and
@@ -123,6 +126,7 @@ func (s *Stream) fill() {
 		}
 		s.wr.WRID = uint64(s.stats.Posted)
 		if err := s.src.QP.PostSend(&s.wr); err != nil {
+			s.stats.PostError = fmt.Errorf("message %d not posted: %w", s.stats.Posted, err)
 			s.stopped = true
 			break
 		}

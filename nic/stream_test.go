@@ -108,3 +108,24 @@ func TestSchedulerSharing(t *testing.T) {
 		t.Errorf("strict priority: high %d bytes, low %d bytes", hi.Stats().Bytes, low)
 	}
 }
+
+// TestStreamFullQueue: a stream whose depth is its send queue's size keeps
+// it full: the completion that frees a slot is seen, and the next message
+// posted from it, after the slot is free. Before, the CQ's notify ran
+// with the slot still taken, the post found the queue full, and the
+// stream stopped at its depth (16 of 100 messages in the simulator).
+func TestStreamFullQueue(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	a, b, err := Connect(p.a, p.b, ConnectOpts{Type: IBV_QPT_RC, BufSize: 4096, SendWR: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStream(a, b, StreamConfig{Op: IBV_WR_RDMA_WRITE, Size: 4096, Count: 100, Depth: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.l.run(clock.Second, 1<<24, func() bool { return st.Stats().Done })
+	if s := st.Stats(); !s.Done || s.Completed != 100 || s.Posted != 100 {
+		t.Fatalf("a stream as deep as its send queue: %d posted, %d completed of 100 (%+v)", s.Posted, s.Completed, s)
+	}
+}

@@ -79,6 +79,9 @@ func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 			if q.FirstError != "" {
 				fmt.Fprintf(ew, "flow %s QP 0x%x: %d failed completions, first %s\n", f.Name, q.SrcQPN, q.Failed, q.FirstError)
 			}
+			if q.PostError != "" {
+				fmt.Fprintf(ew, "flow %s QP 0x%x: stopped posting: %s\n", f.Name, q.SrcQPN, q.PostError)
+			}
 		}
 	}
 

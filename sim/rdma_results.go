@@ -35,6 +35,7 @@ type QPResult struct {
 	SrcQPN, DstQPN            uint32
 	Posted, Completed, Failed int
 	FirstError                string // IB status name of the first failed completion, "" if none
+	PostError                 string // why the flow stopped posting early, "" if it did not
 	Bytes                     uint64
 	FirstPost, LastCompletion clock.Time
 	Throughput                float64 // completed bits per second, first post -> last completion
@@ -137,6 +138,10 @@ func (s *Sim) rdmaResults(r *Results) {
 			}
 			if st.Failed > 0 {
 				qr.FirstError = st.FirstError.String()
+			}
+			if st.PostError != nil {
+				qr.PostError = st.PostError.Error()
+				ok = false
 			}
 			if st.Done && st.Failed == 0 && st.Completed > 0 {
 				qr.FCT = st.LastCompletion - st.FirstPost
