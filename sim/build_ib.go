@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/sm"
 )
@@ -15,9 +16,23 @@ func manageFromSpec(s *Sim, spec *lab.Spec) error {
 	}
 	_, err := s.ManageIB(IBManagement{
 		SMHost: spec.IB.SM.Host,
-		SM:     sm.Config{LightSweep: spec.IB.SM.SweepInterval},
+		SM:     sm.Config{LightSweep: spec.IB.SM.SweepInterval, Timeout: smpTimeout(spec)},
 	})
 	return err
+}
+
+// smpTimeout is how long the simulated SM waits for an SMP's answer: the
+// SM's default (100 µs, a fabric of short cables) plus twice the delay of
+// every link, which bounds the round trip of a directed route across the
+// fabric however long its cables. With the default alone an SMP across
+// two 25 µs links timed out before its answer could come, every time, and
+// the fabric never came up.
+func smpTimeout(spec *lab.Spec) clock.Time {
+	t := 100 * clock.Microsecond
+	for _, l := range spec.Links {
+		t += 2 * l.Delay
+	}
+	return t
 }
 
 // SubnetManager returns the SM that ManageIB (or a lab file's ib.sm)

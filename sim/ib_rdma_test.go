@@ -182,3 +182,33 @@ func buildAndRun(t *testing.T, spec *lab.Spec) (*Sim, *Results) {
 	}
 	return s, r
 }
+
+// TestIBManagedLongLinks: a subnet manager across long cables. An SMP's
+// round trip over two 100 µs links is 400 µs, longer than the SM's own
+// default wait (100 µs): the simulator waits as long as the lab's links
+// can take, the fabric comes up, and the flows complete. Before, every
+// SMP timed out, the fabric never came up and nothing said so.
+func TestIBManagedLongLinks(t *testing.T) {
+	spec, err := lab.Load("../examples/ib-rdma.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range spec.Links {
+		l.Delay = 100 * clock.Microsecond
+	}
+	spec.IB.SM = &lab.IBSubnetManager{Host: "h1", SweepInterval: 0}
+	spec.Sim.Duration = 50 * clock.Millisecond
+	s, r := buildAndRun(t, spec)
+	d := s.SubnetManager()
+	if top := d.SM().Topology(); top == nil || len(top.Nodes) != 7 {
+		t.Fatalf("the SM across 100 µs links: %+v, errors %v", d.SM().Stats(), d.SM().Errors())
+	}
+	if errs := d.SM().Errors(); len(errs) != 0 {
+		t.Errorf("SM errors: %v", errs)
+	}
+	for _, name := range []string{"w", "r", "s"} {
+		if f := r.RDMAFlow(name); f.Completed != f.Posted || f.Completed == 0 || f.Failed != 0 {
+			t.Errorf("flow %s: %d/%d completed, %d failed", name, f.Completed, f.Posted, f.Failed)
+		}
+	}
+}

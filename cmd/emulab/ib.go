@@ -287,8 +287,9 @@ func findLink(spec *lab.Spec, ref string) (int, error) {
 
 func (r *ibRun) summary(w io.Writer) {
 	st := r.first
+	host := r.spec.IB.SM.Host
 	fmt.Fprintf(w, "subnet manager on %s: heavy sweep of %d nodes (%d switches), %d SMPs, %.1f µs simulated, done at %.1f µs\n",
-		r.d.Host().Name(), st.Nodes, st.Switches, st.LastSweepSMPs, us(st.LastSweepTime), us(st.LastSweepEnd))
+		host, st.Nodes, st.Switches, st.LastSweepSMPs, us(st.LastSweepTime), us(st.LastSweepEnd))
 	if c := r.cut; c != nil {
 		fmt.Fprintf(w, "link %s cut at %.1f µs: re-sweep (%d SMPs) done at %.1f µs, %.1f µs after the cut\n",
 			c.Link, c.AtUS, c.SMPs, c.ResweepUS, c.RecoveryUS)

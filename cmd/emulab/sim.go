@@ -125,6 +125,17 @@ func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 	if err := report.Summary(stdout, spec, res); err != nil {
 		return err
 	}
+	if d := s.SubnetManager(); d != nil {
+		// An IB fabric under an SM carries nothing until the first heavy
+		// sweep has given every port a LID and programmed the switches.
+		if st := d.SM().Stats(); st.HeavySweeps == 0 {
+			fmt.Fprintf(stdout, "\nsubnet manager on %s: its first sweep had not finished when the run ended (%d SMPs sent): the fabric never came up; a longer sim.duration gives it time\n",
+				spec.IB.SM.Host, st.SMPsSent)
+		}
+		if errs := d.SM().Errors(); len(errs) > 0 {
+			fmt.Fprintf(stdout, "\nsubnet manager errors: %s\n", strings.Join(errs, "; "))
+		}
+	}
 	if fl.out != "" {
 		paths, err := report.WriteFiles(fl.out, spec, res)
 		if err != nil {
