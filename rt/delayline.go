@@ -31,10 +31,13 @@ import (
 // catch-up mechanism instead of two that would fight, and lets `link rate`
 // replace the Pacer at run time (its configuration is fixed).
 //
-// ReleaseSlack: frames due within it are released at once. A runtime
-// timer cannot wake up finer than tens of microseconds, so holding a frame
-// for less only adds a wake-up's latency; the price is that delays below
-// ReleaseSlack are not visible in real time (they are in the simulator).
+// ReleaseSlack (wall time): frames due within it are released at once. A
+// runtime timer cannot wake up finer than tens of microseconds, so holding
+// a frame for less only adds a wake-up's latency; the price is that
+// delays below ReleaseSlack are not visible in real time (they are in the
+// simulator), and a frame may go up to ReleaseSlack before its time. In a
+// dilated clock the slack is that many times less of the lab's time: it
+// is the wall clock's limit, not the lab's.
 const ReleaseSlack = 50 * clock.Microsecond
 
 // MaxWireQueue bounds the queue in front of a wire slower than its port
@@ -65,6 +68,7 @@ type DelayLine struct {
 	q     []pending
 	head  int
 	drops uint64
+	slack clock.Time // ReleaseSlack in the clock's (dilated) time
 	// busy is the tail of the last frame booked: the wire is taken until
 	// then.
 	busy clock.Time
@@ -84,7 +88,7 @@ type pending struct {
 // its head at release, its tail at tail.
 func NewDelayLine(clk *Clock, cfg PacerConfig, sink func(f *frame.Frame, release, tail clock.Time)) *DelayLine {
 	cfg.Burst = -1
-	d := &DelayLine{clk: clk, cfg: cfg, sink: sink}
+	d := &DelayLine{clk: clk, cfg: cfg, sink: sink, slack: ReleaseSlack / clock.Time(max(clk.Dilation(), 1))}
 	d.pacer = NewPacer(clk, cfg)
 	d.timer = clk.NewTimer(d.fire)
 	return d
@@ -112,7 +116,7 @@ func (d *DelayLine) Push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
 	_, tail, rel := d.pacer.Book(now, f.Len(), tailIn)
 	d.busy = tail
 	tail += d.cfg.Delay
-	if d.head == len(d.q) && rel <= now+ReleaseSlack {
+	if d.head == len(d.q) && rel <= now+d.slack {
 		d.sink(f, rel, tail)
 		return
 	}
@@ -126,7 +130,7 @@ func (d *DelayLine) Push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
 	}
 	d.q = append(d.q, pending{f, rel, tail})
 	if len(d.q)-d.head == 1 {
-		d.timer.Reset(rel - ReleaseSlack)
+		d.timer.Reset(rel - d.slack)
 	}
 }
 
@@ -134,7 +138,7 @@ func (d *DelayLine) Push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
 // is the due time (replayed if the wake-up was late).
 func (d *DelayLine) fire() {
 	now := d.clk.Now()
-	for d.head < len(d.q) && d.q[d.head].release <= now+ReleaseSlack {
+	for d.head < len(d.q) && d.q[d.head].release <= now+d.slack {
 		p := d.q[d.head]
 		d.q[d.head] = pending{}
 		d.head++
@@ -149,7 +153,7 @@ func (d *DelayLine) fire() {
 		clear(d.q[n:])
 		d.q, d.head = d.q[:n], 0
 	}
-	d.timer.Reset(d.q[d.head].release - ReleaseSlack)
+	d.timer.Reset(d.q[d.head].release - d.slack)
 }
 
 // Flush drops everything held and returns how many (link down).
