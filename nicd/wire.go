@@ -51,11 +51,7 @@ func (w *inWire) carry(now clock.Time, fs []*frame.Frame) {
 			continue
 		}
 		if w.corrupt > 0 && w.rng.Float64() < w.corrupt {
-			if w.ib {
-				rt.CorruptIB(f, w.rng)
-			} else {
-				rt.CorruptEthernet(f, w.rng)
-			}
+			rt.Corrupt(f, w.ib)
 			w.corruptRx.Add(1)
 		}
 		w.line.Push(now, f, 0)

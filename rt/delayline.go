@@ -1,10 +1,9 @@
 package rt
 
 import (
-	"math/rand/v2"
-
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // Link emulation in real time.
@@ -20,7 +19,7 @@ import (
 // frame on a Pacer (next-free-time at the wire's rate, release at start +
 // delay + ser(min(len, HeadBytes)) of the receiver) in the engine's own
 // time, and hands the frame on when it is due. Loss and corruption are the
-// caller's, before Push (CorruptEthernet, CorruptIB), since what a lost
+// caller's, before Push (Corrupt), since what a lost
 // frame leaves behind (a capture note, a counter) is the daemon's.
 //
 // Why the Pacer is used with exact arithmetic (Burst < 0) and not inside
@@ -177,25 +176,13 @@ func (d *DelayLine) Held() int { return len(d.q) - d.head }
 // (MaxWireQueue, DelayLineLimit): link_queue_drop.
 func (d *DelayLine) Drops() uint64 { return d.drops }
 
-// CorruptEthernet damages f as a bit error on an emulated Ethernet wire:
-// one byte after the Ethernet header flipped, which the receiver's FCS (or
-// IP/TCP checksum, or ICRC) catches.
-func CorruptEthernet(f *frame.Frame, rng *rand.Rand) {
-	f.Corrupt = true
-	if n := f.Len(); n > ethernetHeaderLen {
-		i := ethernetHeaderLen + rng.IntN(n-ethernetHeaderLen)
-		f.Data[i] ^= 0xFF
-	}
-}
-
-// ethernetHeaderLen is the untagged Ethernet header's length
-// (wire.EthernetSize, which rt does not import for one constant).
-const ethernetHeaderLen = 14
-
-// CorruptIB is the emulated wire's bit error on an IB link: one byte of
-// the packet flipped, anywhere, since the VCRC covers a data packet from
-// its first byte (and the ICRC most of it) and the LPCRC a link packet.
-// The receiver discards it on the CRC.
+// Corrupt damages f as a bit error on an emulated wire: one byte flipped
+// where the simulator flips it (wire.BitErrorIndex), covered by the
+// receiver's end-to-end check and in no header, so the frame still
+// reaches the check it fails: a RoCE frame's ICRC (rx_icrc_errors), a
+// host's TCP, UDP or ICMP checksum, an IB packet's ICRC and VCRC or a link
+// packet's LPCRC. f.Corrupt marks it for a store-and-forward switch's FCS
+// check (frames carry no FCS here).
 //
 // Loss, on an IB link, is the same event seen from the receiver: a packet
 // damaged beyond recognition is gone. Both apply to every packet,
@@ -205,9 +192,9 @@ const ethernetHeaderLen = 14
 // every flow-control packet, and a lost flow-control packet is superseded
 // by the next one (sent when buffer is freed, and every credit period).
 // Sparing link packets would emulate a wire that knows what it carries.
-func CorruptIB(f *frame.Frame, rng *rand.Rand) {
+func Corrupt(f *frame.Frame, ib bool) {
 	f.Corrupt = true
-	if n := f.Len(); n > 0 {
-		f.Data[rng.IntN(n)] ^= 0xFF
+	if i := wire.BitErrorIndex(f.Data, ib); i >= 0 {
+		f.Data[i] ^= 0xFF
 	}
 }

@@ -248,32 +248,11 @@ func isControl(b []byte, ib bool) bool {
 	return len(b) >= 14 && binary.BigEndian.Uint16(b[12:]) == wire.EtherTypeMACControl
 }
 
-// corrupt flips one byte covered by the frame's end-to-end CRC (the last
-// byte of the IP packet, i.e. inside the ICRC, for RoCE; the byte before the
-// VCRC for IB), so the receiver's real CRC check fails.
+// corrupt flips the byte a bit error takes (wire.BitErrorIndex, as the
+// real-time wire does), so the receiver's real CRC check fails.
 func corrupt(f *frame.Frame, ib bool) {
-	b := f.Data
 	f.Corrupt = true
-	if len(b) == 0 {
-		return
+	if i := wire.BitErrorIndex(f.Data, ib); i >= 0 {
+		f.Data[i] ^= 0xFF
 	}
-	i := len(b) - 1
-	switch {
-	case ib:
-		if len(b) > 3 {
-			i = len(b) - 3
-		}
-	default:
-		h := l2HeaderLen(b)
-		if len(b) >= h+wire.IPv4MinSize && b[h]>>4 == 4 {
-			if end := h + int(binary.BigEndian.Uint16(b[h+2:])); end <= len(b) && end > h {
-				i = end - 1
-			}
-		} else if len(b) >= h+40 && b[h]>>4 == 6 {
-			if end := h + 40 + int(binary.BigEndian.Uint16(b[h+4:])); end <= len(b) && end > h {
-				i = end - 1
-			}
-		}
-	}
-	b[i] ^= 0xFF
 }

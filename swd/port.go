@@ -339,11 +339,7 @@ func linkLocal(b []byte) bool {
 
 // corrupt damages f as a bit error on the emulated wire.
 func (d *Daemon) corrupt(f *frame.Frame) {
-	if d.ib {
-		rt.CorruptIB(f, d.rng) // a switch counts it drop_malformed
-		return
-	}
-	rt.CorruptEthernet(f, d.rng)
+	rt.Corrupt(f, d.ib)
 }
 
 // isMACControl reports whether an Ethernet frame is a MAC Control frame
