@@ -92,8 +92,8 @@ func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 		ibNICSummary(ew, r)
 		return
 	}
-	fmt.Fprintf(ew, "\nNICs (mlx5 hw_counters; PFC received summed over priorities)\n")
-	nt := &Table{Header: append(append([]string{"nic"}, nicCounterColumns...), "PFC rx", "paused us")}
+	fmt.Fprintf(ew, "\nNICs (mlx5 hw_counters; XOFF received, rx_prioN_pause, summed over priorities)\n")
+	nt := &Table{Header: append(append([]string{"nic"}, nicCounterColumns...), "XOFF rx", "paused us")}
 	nt.Right = make([]bool, len(nt.Header))
 	for i := 1; i < len(nt.Right); i++ {
 		nt.Right[i] = true

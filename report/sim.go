@@ -96,7 +96,7 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 
 	if rows := hostRows(r); len(rows) > 0 {
 		fmt.Fprintf(ew, "\nHosts: PFC received per priority\n")
-		t := &Table{Header: []string{"host", "prio", "PFC rx", "XOFF rx", "paused us"}, Right: []bool{false, true, true, true, true}}
+		t := &Table{Header: []string{"host", "prio", "PFC frames rx", "XOFF rx", "paused us"}, Right: []bool{false, true, true, true, true}}
 		for _, row := range rows {
 			t.Add(row...)
 		}
