@@ -141,6 +141,12 @@ func (d *Daemon) opCounters() (*Response, error) {
 		// buffers posted counts them.
 		fmt.Fprintf(&eth, "     rx_out_of_buffer: %d\n", d.tapPort.Counters.TxQueueDrops.Load())
 	}
+	if w := d.wire; w != nil {
+		// The wire from the NIC across (wire.go): not mlx5's, the
+		// emulator's, named as emuswitch's port counters.
+		fmt.Fprintf(&eth, "     link_loss_rx: %d\n     link_corrupt_rx: %d\n     link_queue_drop: %d\n",
+			w.lossRx.Load(), w.corruptRx.Load(), w.queueDrops.Load())
+	}
 	if err == nil {
 		err = werr
 	}

@@ -349,8 +349,12 @@ func testOpsBackToBack(t *testing.T, e *upEnv) {
 	if rtt, err := e.pingRTT(t, l, "h1", "h2"); err != nil || rtt < 40 {
 		t.Errorf("ping across 20 ms each way: %v ms, %v; want at least 40 ms", rtt, err)
 	}
-	// status shows each end's wire.
+	// status shows each end's wire, and the link socket the listening
+	// emunic closed once its peer connected is not missing.
 	st := e.mustRun(t, "status", l.name)
+	if !strings.Contains(st, "sockets: 3 recorded, 2 present, 1 closed by an emunic whose peer connected") {
+		t.Errorf("status of a back-to-back lab counts its sockets wrong:\n%s", st)
+	}
 	for _, end := range []string{`h1:eth0\s+h2:eth0`, `h2:eth0\s+h1:eth0`} {
 		if !regexp.MustCompile(`(?m)^\s+` + end + `\s+up\s+rate 10G, delay 20ms\s`).MatchString(st) {
 			t.Errorf("status after delay 20ms lacks %s's wire:\n%s", end, st)

@@ -196,12 +196,36 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 		}
 		st.Info.WriteMetrics(w)
 	}
-	present := 0
-	for _, s := range st.Sockets {
-		if s.Exists {
-			present++
+	// An emunic that listens for its link (a NIC cabled to a NIC) stops
+	// listening once its peer is connected, and its socket file goes
+	// with the listener: a second dialler finds nothing. Absent, it is
+	// not missing.
+	nicListens := map[string]bool{}
+	if st.Info != nil {
+		for _, n := range st.Info.Nodes {
+			if n.Kind != lab.KindNIC {
+				continue
+			}
+			for _, p := range n.Ports {
+				if scheme, path, ok := strings.Cut(p.Transport, ":"); ok && strings.HasSuffix(scheme, "-listen") {
+					nicListens[path] = true
+				}
+			}
 		}
 	}
-	fmt.Fprintf(w, "  sockets: %d recorded, %d present\n", len(st.Sockets), present)
+	present, taken := 0, 0
+	for _, s := range st.Sockets {
+		switch {
+		case s.Exists:
+			present++
+		case nicListens[s.Path]:
+			taken++
+		}
+	}
+	if taken > 0 {
+		fmt.Fprintf(w, "  sockets: %d recorded, %d present, %d closed by an emunic whose peer connected\n", len(st.Sockets), present, taken)
+	} else {
+		fmt.Fprintf(w, "  sockets: %d recorded, %d present\n", len(st.Sockets), present)
+	}
 	return st.Info != nil && dead == 0 && len(unreachable) == 0
 }
