@@ -84,6 +84,12 @@ func TestIBNamespaceLab(t *testing.T) {
 		t.Errorf("emulab ib counters --node h4 (want >= 100 packets received):\n%s", pq)
 	}
 
+	// An IB switch's summary is per VL, with the flow control it counted.
+	sw := e.mustRun(t, "stats", l.name+"/sw1")
+	if !regexp.MustCompile(`PORT\s+VL\s+FC_RX\s+FC_TX\s+CREDIT_STALLS`).MatchString(sw) || strings.Contains(sw, "PAUSE") {
+		t.Errorf("emulab stats sw1 of an IB lab:\n%s", sw)
+	}
+
 	needTool(t, "iperf3")
 	gbps := e.iperf(t, l, "h1", "h4")
 	t.Logf("iperf3 TCP over IPoIB h1 -> h4: %.2f Gb/s", gbps)

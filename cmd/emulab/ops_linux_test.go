@@ -161,6 +161,37 @@ func TestWriteSwitchTable(t *testing.T) {
 	}
 }
 
+// TestWriteIBSwitchTable: an IB switch's summary has no PAUSE, ECN or
+// priority: FECN marks and credit waits per port, then flow control and
+// credit stalls per VL that counted.
+func TestWriteIBSwitchTable(t *testing.T) {
+	n := &lab.NodeInfo{Name: "sw1", Kind: lab.KindSwitch, Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:ib0"}}}
+	ports := []lab.PortCounterSet{
+		{Port: "p1", Counters: map[string]uint64{"rx_packets_phy": 11, "tx_packets_phy": 12, "vl0_fecn_marked": 3, "vl1_fecn_marked": 1,
+			"port_xmit_wait": 900, "vl0_fc_rx": 5, "vl0_fc_tx": 6, "vl0_credit_stalls": 2, "vl0_xmit_wait": 900, "drop_malformed": 1, "link_loss_rx": 2}},
+		{Port: "p2", Counters: map[string]uint64{}},
+	}
+	var sb strings.Builder
+	if err := writeIBSwitchTable(&sb, n, ports); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, re := range []string{
+		`PORT\s+PEER\s+RX_PACKETS\s+RX_BYTES\s+TX_PACKETS\s+TX_BYTES\s+FECN_MARKED\s+XMIT_WAIT_NS\s+DROPS\s+WIRE_DROPS`,
+		`\n\s*p1\s+h1:ib0\s+11\s+0\s+12\s+0\s+4\s+900\s+1\s+2\s*\n`,
+		`PORT\s+VL\s+FC_RX\s+FC_TX\s+CREDIT_STALLS\s+XMIT_WAIT_NS\s+FECN_MARKED`,
+		`\n\s*p1\s+0\s+5\s+6\s+2\s+900\s+3\s*\n`,
+		`\n\s*p1\s+1\s+0\s+0\s+0\s+0\s+1\s*\n`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("table lacks %s:\n%s", re, out)
+		}
+	}
+	if strings.Contains(out, "PAUSE") || strings.Contains(out, "PRIO") {
+		t.Errorf("an IB switch's table speaks of pauses or priorities:\n%s", out)
+	}
+}
+
 // fakeLab writes the state files of a lab as up leaves them (state.json,
 // up.json), enough for the commands that only read them.
 func fakeLab(t *testing.T, root string, li *lab.LabInfo) {

@@ -149,7 +149,11 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 		}
 		err = writeEthtool(out, c.Ports[0].Counters)
 	default:
-		err = writeSwitchTable(out, n, c.Ports)
+		if li.Fabric == lab.FabricIB {
+			err = writeIBSwitchTable(out, n, c.Ports)
+		} else {
+			err = writeSwitchTable(out, n, c.Ports)
+		}
 	}
 	return err
 }
@@ -275,6 +279,69 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 	}
 	_, err := io.WriteString(out, prios.String())
 	return err
+}
+
+// writeIBSwitchTable is an IB switch's summary: per port the packets and
+// bytes, the FECN marks, the drops and the wire's, the time it waited for
+// credits (port_xmit_wait); then per port and VL the flow-control packets
+// each way, the credit stalls and the FECN marks. IB has no PAUSE, no ECN
+// and no priorities: its layout is the simulator's per VL.
+func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
+	peer := map[string]string{}
+	for _, p := range n.Ports {
+		peer[p.Name] = p.Peer
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tFECN_MARKED\tXMIT_WAIT_NS\tDROPS\tWIRE_DROPS\t")
+	for _, p := range ports {
+		m := p.Counters
+		pr := peer[p.Port]
+		if pr == "" {
+			pr = "-"
+		}
+		wire := m["link_loss_tx"] + m["link_loss_rx"] + m["link_queue_drop"] + m["not_connected_drop"]
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, pr,
+			m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"],
+			sumVL(m, "vl%d_fecn_marked"), m["port_xmit_wait"], sumPrefix(m, "drop_"), wire)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	var vls strings.Builder
+	tw = tabwriter.NewWriter(&vls, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "PORT\tVL\tFC_RX\tFC_TX\tCREDIT_STALLS\tXMIT_WAIT_NS\tFECN_MARKED\t")
+	rows := 0
+	for _, p := range ports {
+		m := p.Counters
+		for vl := range 8 {
+			k := func(f string) uint64 { return m[fmt.Sprintf(f, vl)] }
+			v := []uint64{k("vl%d_fc_rx"), k("vl%d_fc_tx"), k("vl%d_credit_stalls"), k("vl%d_xmit_wait"), k("vl%d_fecn_marked")}
+			if !slices.ContainsFunc(v, func(x uint64) bool { return x != 0 }) {
+				continue
+			}
+			rows++
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, vl, v[0], v[1], v[2], v[3], v[4])
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if rows == 0 {
+		_, err := fmt.Fprintln(out, "no VL of any port counted anything yet")
+		return err
+	}
+	_, err := io.WriteString(out, vls.String())
+	return err
+}
+
+// sumVL adds a per-VL counter (format with one %d) over the VLs.
+func sumVL(m map[string]uint64, format string) uint64 {
+	var n uint64
+	for vl := range 8 {
+		n += m[fmt.Sprintf(format, vl)]
+	}
+	return n
 }
 
 // sumMarked adds a port's per-priority ECN marks (rx_prio<p>_marked).
