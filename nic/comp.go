@@ -142,8 +142,16 @@ func (q *QP) compCheckPSN(c *compCtx) compState {
 	if bth.PSNDiff(c.psn, w.lastPSN) > 0 {
 		// It acknowledges past this WQE (ACKs are cumulative in the IBA
 		// reliable service). A READ or atomic whose response never came was
-		// lost: an implied NAK.
+		// lost: an implied NAK. Resend once per gap, as below: the
+		// responses to the READs behind it, already on their way, each
+		// look the same, and retrying for every one of them spent the
+		// whole retry count (7) on one lost packet within microseconds.
 		if w.op.readOrAtomic() {
+			if q.comp.gapRetried {
+				q.nic.cnt[ReqBadResponse]++
+				return compDone
+			}
+			q.comp.gapRetried = true
 			c.reason = ImpliedNakSeqErr
 			return compErrorRetry
 		}

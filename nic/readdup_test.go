@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
 )
 
 // TestReadsThroughSpuriousTimeouts: a requester whose ACK timer is
@@ -62,4 +64,51 @@ func TestReadsThroughSpuriousTimeouts(t *testing.T) {
 		t.Errorf("no spurious timeout (%d) or duplicate (%d): the test did not test", a.qp.Stats.Timeouts, p.b.Count(DuplicateRequest))
 	}
 	t.Logf("%d reads, %d timeouts, %d duplicate requests at the responder", n, a.qp.Stats.Timeouts, p.b.Count(DuplicateRequest))
+}
+
+// TestReadsOneResponseLost: sixteen READs in flight, the last packet of
+// the first one's response lost. Every packet of the other fifteen
+// responses, already on its way, lies past the first READ: each is the
+// same implied NAK. The requester resends once for the gap and drops the
+// rest until the gap fills, as for a gap inside a response; retrying for
+// each spent the retry count (7) within microseconds, and read_bw failed
+// with IBV_WC_RETRY_EXC_ERR on any loss.
+func TestReadsOneResponseLost(t *testing.T) {
+	const n, size = 16, 1 << 16
+	p := newPair(t, pairOpts{rate: 10e9, delay: 2 * clock.Microsecond})
+	a, b := setupRC(t, p, qpOpts{bufSize: size, timeout: 14, retry: 7, rdAtomic: 16, sendWR: 32})
+	for i := range b.buf {
+		b.buf[i] = byte(i*5 + 1)
+	}
+	dropped := false
+	p.ba.drop = func(f *frame.Frame) bool {
+		if !dropped && opcodeOf(f) == bth.RCReadResponseLast {
+			dropped = true
+			return true
+		}
+		return false
+	}
+	for i := range n {
+		wr := &SendWR{WRID: uint64(i), Opcode: IBV_WR_RDMA_READ, SendFlags: IBV_SEND_SIGNALED,
+			SGList: []SGE{{Addr: a.mr.Addr(), Length: size, LKey: a.mr.LKey()}}}
+		wr.RDMA.RemoteAddr, wr.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+		if err := a.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := runUntilWC(t, p, a.scq, n, clock.Second)
+	for _, wc := range w {
+		if wc.Status != IBV_WC_SUCCESS {
+			t.Fatalf("read %d: %v (implied NAKs %d, retries exceeded %d)", wc.WRID, wc.Status, p.a.Count(ImpliedNakSeqErr), p.a.Count(ReqTransportRetries))
+		}
+	}
+	if len(w) != n || !dropped {
+		t.Fatalf("%d of %d reads completed (a response dropped: %v)", len(w), n, dropped)
+	}
+	if k := p.a.Count(ImpliedNakSeqErr); k != 1 {
+		t.Errorf("%d implied NAKs for one lost response packet, want 1", k)
+	}
+	if !bytes.Equal(a.buf, b.buf) {
+		t.Error("the requester's buffer differs from the responder's after the reads")
+	}
 }
