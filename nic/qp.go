@@ -235,6 +235,14 @@ func (q *QP) SetWriteNotify(f func()) { q.wrote = f }
 // QPN is the QP number.
 func (q *QP) QPN() uint32 { return q.qpn }
 
+// GiveUpTime is how long the requester keeps resending a request whose
+// acknowledgement does not come before it fails it (IBV_WC_RETRY_EXC_ERR):
+// its local ACK timeout times the first try and every retry. 0 with no
+// timeout (it never gives up).
+func (q *QP) GiveUpTime() clock.Time {
+	return q.timeout * clock.Time(int(q.attr.RetryCnt)+1)
+}
+
 // State is the QP state.
 func (q *QP) State() QPState { return q.state }
 

@@ -3,6 +3,8 @@ package nic
 import (
 	"net/netip"
 	"testing"
+
+	"github.com/emufabric/emufabric/clock"
 )
 
 // The IBA Modify QP transition table: which (state, mask) pairs ModifyQP
@@ -152,5 +154,18 @@ func TestMTUCodes(t *testing.T) {
 				t.Errorf("MTUFor(%d) = %d, %v", c.b, m, ok)
 			}
 		}
+	}
+}
+
+// TestGiveUpTime: a requester gives up after its ACK timeout times the
+// first try and every retry; never without a timeout.
+func TestGiveUpTime(t *testing.T) {
+	q := &QP{timeout: 4096 * clock.Nanosecond << 14}
+	q.attr.RetryCnt = 7
+	if got, want := q.GiveUpTime(), 8*(4096*clock.Nanosecond<<14); got != want {
+		t.Errorf("GiveUpTime %v, want %v", got, want)
+	}
+	if (&QP{}).GiveUpTime() != 0 {
+		t.Error("a QP without a timeout gives up")
 	}
 }

@@ -56,8 +56,26 @@ type BWResult struct {
 var errClientGone = errors.New("the client closed its connection")
 
 // bwPollTimeout bounds the wait for one completion: a lossless fabric may
-// pause a sender, but not for this long.
+// pause a sender, but not for this long. runWait scales it.
 const bwPollTimeout = 10 * time.Second
+
+// runWait is how long a perf loop on qp waits for one completion or
+// message before it gives up: bwPollTimeout of the lab's time, or twice as
+// long as the requester itself takes to give up on a lost packet (a large
+// -u), in wall time: a dilated lab's 67 ms ACK timeout is seconds of the
+// wall clock, and a run must not end before the retransmission it waits
+// for. At most 10 minutes.
+func (s *session) runWait(qp uint32) time.Duration {
+	var give time.Duration
+	s.do(func() error {
+		if e, ok := s.qps[qp]; ok {
+			give = 2 * e.qp.GiveUpTime().Duration()
+		}
+		return nil
+	})
+	dil := time.Duration(max(s.d.clk.Dilation(), 1))
+	return min(max(bwPollTimeout, give)*dil, 10*time.Minute)
+}
 
 func (p *BWParams) check() error {
 	switch {
@@ -92,6 +110,7 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 	}
 	signaled := func(i int) bool { return (i+1)%p.CQMod == 0 || i == target-1 }
 	wr := p.WR
+	wait := s.runWait(p.QP)
 	posted, done := 0, 0
 	send := func(n int) (int, error) {
 		r, err := s.postSend(&Request{QP: p.QP, WR: &wr, Repeat: n})
@@ -163,12 +182,12 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 				sig++
 			}
 		}
-		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: p.Depth, Min: max(1, sig/2), TimeoutMs: int(bwPollTimeout / time.Millisecond)})
+		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: p.Depth, Min: max(1, sig/2), TimeoutMs: int(wait / time.Millisecond)})
 		if err != nil {
 			return nil, err
 		}
 		if len(r.WC) == 0 {
-			return nil, fmt.Errorf("perf_bw: no completion within %v after %d of %d messages", bwPollTimeout, done, posted)
+			return nil, fmt.Errorf("perf_bw: no completion within %v after %d of %d messages", wait, done, posted)
 		}
 		for _, w := range r.WC {
 			if w.Status != nic.IBV_WC_SUCCESS {
@@ -226,6 +245,7 @@ func (s *session) perfLat(req *Request) (*Response, error) {
 	wr := p.WR
 	wr.Signaled = true
 	samples := make([]int64, 0, p.Iters)
+	wait := s.runWait(p.QP)
 	for i := range p.Iters {
 		select {
 		case <-s.gone:
@@ -239,12 +259,12 @@ func (s *session) perfLat(req *Request) (*Response, error) {
 		} else if r.Posted != 1 {
 			return nil, fmt.Errorf("perf_lat: message %d not posted", i)
 		}
-		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: 1, Min: 1, TimeoutMs: int(bwPollTimeout / time.Millisecond)})
+		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: 1, Min: 1, TimeoutMs: int(wait / time.Millisecond)})
 		if err != nil {
 			return nil, err
 		}
 		if len(r.WC) != 1 {
-			return nil, fmt.Errorf("perf_lat: no completion within %v for message %d", bwPollTimeout, i)
+			return nil, fmt.Errorf("perf_lat: no completion within %v for message %d", wait, i)
 		}
 		if r.WC[0].Status != nic.IBV_WC_SUCCESS {
 			return nil, fmt.Errorf("perf_lat: message %d: %v", i, r.WC[0].Status)

@@ -449,3 +449,13 @@ topology:
 		t.Fatal("the requester still waits 5 s after its responder went away")
 	}
 }
+
+// TestRunWait: a perf loop waits bwPollTimeout of the lab's time, so N
+// times as long on the wall clock of a lab dilated N times, where one ACK
+// timeout of perftest's default is seconds.
+func TestRunWait(t *testing.T) {
+	d, _ := pairOfDaemons(t, testLab(t, "time_dilation: 10\n"))
+	if w := newSession(d[0]).runWait(0); w != 10*bwPollTimeout {
+		t.Errorf("runWait at time_dilation 10: %v, want %v", w, 10*bwPollTimeout)
+	}
+}

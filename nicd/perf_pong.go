@@ -68,7 +68,7 @@ type pingPong struct {
 }
 
 func (s *session) newPingPong(op string, qp, cq uint32, send bool, watch *SGE) (*pingPong, error) {
-	pp := &pingPong{s: s, op: op, qp: qp, cq: cq, send: send, buf: make([]nic.WC, 16), deadline: bwPollTimeout}
+	pp := &pingPong{s: s, op: op, qp: qp, cq: cq, send: send, buf: make([]nic.WC, 16), deadline: s.runWait(qp)}
 	err := s.do(func() error {
 		q, ok := s.qps[qp]
 		if !ok {

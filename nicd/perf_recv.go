@@ -71,6 +71,7 @@ func (s *session) perfRecv(req *Request) (*Response, error) {
 	}
 	wr := p.WR
 	posted, got := p.Primed, 0
+	wait := s.runWait(p.QP)
 	post := func(k int) error {
 		wr.WRID = uint64(posted)
 		r, err := s.postRecv(&Request{QP: p.QP, WR: &wr, Repeat: k})
@@ -94,12 +95,12 @@ func (s *session) perfRecv(req *Request) (*Response, error) {
 			return nil, fmt.Errorf("perf_recv: %w after %d of %d messages", errClientGone, got, p.Iters)
 		default:
 		}
-		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: p.Stock, Min: 1, TimeoutMs: int(bwPollTimeout / time.Millisecond)})
+		r, err := s.pollCQ(&Request{CQ: p.CQ, Max: p.Stock, Min: 1, TimeoutMs: int(wait / time.Millisecond)})
 		if err != nil {
 			return nil, err
 		}
 		if len(r.WC) == 0 {
-			return nil, fmt.Errorf("perf_recv: no message within %v after %d of %d", bwPollTimeout, got, p.Iters)
+			return nil, fmt.Errorf("perf_recv: no message within %v after %d of %d", wait, got, p.Iters)
 		}
 		now := time.Now().UnixNano()
 		for _, w := range r.WC {

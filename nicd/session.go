@@ -369,7 +369,7 @@ func (s *session) pollCQ(req *Request) (*Response, error) {
 	if wait <= 0 {
 		wait = time.Second
 	}
-	wait = min(wait, time.Minute)
+	wait = min(wait, 10*time.Minute)
 	var deadline <-chan time.Time
 	var out []WC
 	buf := make([]nic.WC, limit)
