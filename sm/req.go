@@ -20,6 +20,7 @@ const (
 	kSetSwitchInfo                      // LinearFDBTop
 	kSetLFT                             // one LFT block
 	kLightSwitchInfo                    // light sweep poll
+	kLightPortInfo                      // light sweep poll of a CA's port (a fabric without switches)
 )
 
 // req is one SMP the SM sends, along a directed-route path from the SM
@@ -81,14 +82,18 @@ func (m *SM) done(now clock.Time, r *req, smp mad.SMP) {
 		if mad.SwitchInfo(data).PortStateChange() {
 			m.changed = true
 		}
+	case kLightPortInfo:
+		if mad.PortInfo(data).Fields().PortState != mad.PortStateActive {
+			m.changed = true // the link went down and came back: Init, not Active
+		}
 	}
 }
 
 // failed handles an SMP that got an error status or no answer.
 func (m *SM) failed(now clock.Time, r *req) {
 	switch r.kind {
-	case kLightSwitchInfo:
-		m.changed = true // a switch vanished
+	case kLightSwitchInfo, kLightPortInfo:
+		m.changed = true // a switch vanished, or the link to a CA is down
 	case kSetLFT:
 		delete(m.programmed, r.node.GUID) // unknown now: reprogram it all next time
 	}

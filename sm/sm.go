@@ -308,9 +308,23 @@ func (m *SM) startLight(now clock.Time) {
 		m.changed = true
 		return
 	}
+	switches := 0
 	for _, n := range m.last.Nodes {
 		if n.Type == mad.NodeTypeSwitch {
+			switches++
 			m.push(&req{kind: kLightSwitchInfo, method: mad.MethodGet, attr: mad.AttrSwitchInfo, path: n.Path, node: n})
+		}
+	}
+	if switches > 0 {
+		return
+	}
+	// No switch reports a port's change (PortStateChange): two HCAs
+	// cabled to each other. Each CA port is read instead; one that is not
+	// Active (it went down and came back as Init) or does not answer
+	// needs a heavy sweep, or the link stays unusable for good.
+	for _, n := range m.last.Nodes {
+		for p := 1; p <= n.NumPorts; p++ {
+			m.push(&req{kind: kLightPortInfo, method: mad.MethodGet, attr: mad.AttrPortInfo, am: uint32(p), path: n.Path, node: n, port: p})
 		}
 	}
 }
