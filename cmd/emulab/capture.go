@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/wire"
 	"github.com/emufabric/emufabric/wire/capture"
 )
 
@@ -433,9 +434,12 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 	// Each daemon's records come in time order, but the streams of
 	// several daemons reach this process each at its own pace: a frame's
 	// rx at the switch could be written before its tx at the NIC that
-	// sent it. With more than one daemon a record waits reorderWindow
-	// after its time stamp, and the oldest waiting goes first.
+	// sent it. With more than one daemon a record waits a window after
+	// its time stamp, and the oldest waiting goes first. The window is
+	// reorderWindow, or twice the longest a record has been late yet (a
+	// loaded machine's streams lag by more), at most maxReorderWindow.
 	var held recHeap
+	window := reorderWindow
 	merge := len(srcs) > 1
 	due := time.NewTimer(time.Hour)
 	due.Stop()
@@ -444,7 +448,7 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 	release := func(all bool) (stop bool, err error) {
 		now := time.Now()
 		for held.Len() > 0 {
-			if wait := reorderWindow - now.Sub(held[0].ts); !all && wait > 0 {
+			if wait := window - now.Sub(held[0].ts); !all && wait > 0 {
 				due.Reset(wait)
 				return false, nil
 			}
@@ -460,6 +464,9 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 			return put(r)
 		}
 		r.seq, seq = seq, seq+1
+		if lag := 2 * time.Since(r.ts); lag > window {
+			window = min(lag, maxReorderWindow)
+		}
 		heap.Push(&held, r)
 		return release(false)
 	}
@@ -519,6 +526,11 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 // machine, tens on a loaded one.
 const reorderWindow = 50 * time.Millisecond
 
+// maxReorderWindow bounds how far the window grows: a stream later than
+// that (a daemon stopped, the machine swapping) is written out of order
+// rather than holding the others back for longer.
+const maxReorderWindow = time.Second
+
 // recHeap holds records by time stamp, the oldest first; records of one
 // time keep their order of arrival.
 type recHeap []liveRec
@@ -556,7 +568,11 @@ func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liv
 	var rec capture.Record
 	for {
 		if err := rd.Next(&rec); err != nil {
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			// A stream cut in the middle of a block is a daemon that
+			// stopped while writing (the lab went down under traffic),
+			// as much as one cut between blocks.
+			var we *wire.Error
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &we) && we.Reason == wire.ReasonTruncated {
 				err = errors.New("the daemon ended the capture (did the lab go down?)")
 			}
 			fail(fmt.Errorf("%s: %w", s.node, err))
