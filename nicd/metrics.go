@@ -41,7 +41,7 @@ func (d *Daemon) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	WriteMetrics(bw, d.cfg.Lab, d.cfg.NIC.Name, d.cfg.Port, resp)
 	// N: the NIC's clock runs N times slower than the wall clock (the lab
 	// file's time_dilation); its rates and times are in that clock.
-	fmt.Fprintf(bw, "# TYPE emu_nic_time_dilation gauge\nemu_nic_time_dilation{lab=%q,node=%q,port=%q} %d\n",
+	fmt.Fprintf(bw, "# HELP emu_nic_time_dilation N: the NIC's clock runs N times slower than the wall clock (the lab file's time_dilation).\n# TYPE emu_nic_time_dilation gauge\nemu_nic_time_dilation{lab=%q,node=%q,port=%q} %d\n",
 		d.cfg.Lab, d.cfg.NIC.Name, d.cfg.Port, d.clk.Dilation())
 	bw.Flush()
 }
@@ -55,21 +55,26 @@ func WriteMetrics(w *bufio.Writer, lab, node, port string, c *Response) {
 	base := fmt.Sprintf(`lab=%q,node=%q,port=%q`, lab, node, port)
 	type sample struct{ labels, value string }
 	series := map[string][]sample{}
+	help := map[string]string{}
 	if len(c.Ports) > 0 {
 		for k, v := range c.Ports[0].Counters {
 			name, prio, ok := splitPrio(k)
 			if ok {
 				series["emu_nic_"+name] = append(series["emu_nic_"+name], sample{fmt.Sprintf(`%s,priority="%d"`, base, prio), fmt.Sprint(v)})
+				help["emu_nic_"+name] = "The NIC's ethtool -S counter " + strings.Replace(name, "_prio_", "_prio<N>_", 1) + ", one series per priority."
 				continue
 			}
 			series["emu_nic_"+k] = append(series["emu_nic_"+k], sample{base, fmt.Sprint(v)})
+			help["emu_nic_"+k] = "The NIC's ethtool -S counter " + k + "."
 		}
 	}
 	for k, v := range c.HWCounters {
 		series["emu_nic_rdma_"+k] = append(series["emu_nic_rdma_"+k], sample{base, fmt.Sprint(v)})
+		help["emu_nic_rdma_"+k] = "The RDMA hw_counter " + k + " (rdma statistic)."
 	}
 	for k, v := range c.Transport {
 		series["emu_nic_transport_"+k] = append(series["emu_nic_transport_"+k], sample{base, fmt.Sprint(v)})
+		help["emu_nic_transport_"+k] = "The emunic's transport counter " + k + " (its link's socket or rings, its TAP)."
 	}
 	names := make([]string, 0, len(series))
 	for n := range series {
@@ -77,7 +82,7 @@ func WriteMetrics(w *bufio.Writer, lab, node, port string, c *Response) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "# TYPE %s counter\n", n)
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s counter\n", n, help[n], n)
 		ss := series[n]
 		sort.Slice(ss, func(i, j int) bool { return ss[i].labels < ss[j].labels })
 		for _, s := range ss {

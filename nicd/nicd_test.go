@@ -472,7 +472,8 @@ func TestWriteMetrics(t *testing.T) {
 	})
 	w.Flush()
 	for _, want := range []string{
-		"# TYPE emu_nic_rx_prio_pause counter\n",
+		"# HELP emu_nic_rx_prio_pause The NIC's ethtool -S counter rx_prio<N>_pause, one series per priority.\n# TYPE emu_nic_rx_prio_pause counter\n",
+		"# HELP emu_nic_rdma_np_cnp_sent The RDMA hw_counter np_cnp_sent (rdma statistic).\n",
 		`emu_nic_rx_prio_pause{lab="lab1",node="h1",port="eth0",priority="3"} 4`,
 		`emu_nic_rx_bytes_phy{lab="lab1",node="h1",port="eth0"} 9`,
 		`emu_nic_rdma_np_cnp_sent{lab="lab1",node="h1",port="eth0"} 2`,
