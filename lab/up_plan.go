@@ -94,13 +94,16 @@ func (p *upPlan) metrics(base, nsPath string) error {
 		return fmt.Errorf("--metrics %q: want ADDR:PORT (127.0.0.1:9100): %w", base, err)
 	}
 	port := int(ap.Port())
+	if port == 0 {
+		return fmt.Errorf("--metrics %s: give the first daemon's port; the others take the ports after it", base)
+	}
 	for _, pn := range p.nodes {
 		d := pn.daemon
 		if d == nil {
 			continue
 		}
-		if port == 0 || port > 65535 {
-			return fmt.Errorf("--metrics %s: the lab's daemons need ports %d and on, past 65535 (or 0)", base, ap.Port())
+		if port > 65535 {
+			return fmt.Errorf("--metrics %s: the lab's daemons need ports %d and on, past 65535", base, ap.Port())
 		}
 		d.metrics = netip.AddrPortFrom(ap.Addr(), uint16(port)).String()
 		d.args = append(d.args, "--metrics", d.metrics, "--metrics-netns", nsPath)

@@ -320,3 +320,35 @@ func writeExec(p string, mode os.FileMode) error {
 }
 
 func writeFile(p, s string) error { return os.WriteFile(p, []byte(s), 0o600) }
+
+// TestUpPlanMetrics: --metrics gives the daemons consecutive ports in the
+// plan's node order, opened in the namespace named; a port of 0 and a
+// range past 65535 are refused, saying why.
+func TestUpPlanMetrics(t *testing.T) {
+	var socks []string
+	p, err := makePlan(upParse(t, upTwoHosts), HostsNIC, "/abs/lab.yaml", upTestSock(&socks))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.metrics("127.0.0.1:9100", "/proc/1/ns/net"); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"sw1": "127.0.0.1:9100", "h1": "127.0.0.1:9101", "h2": "127.0.0.1:9102"}
+	for _, pn := range p.nodes {
+		if d := pn.daemon; d != nil {
+			if d.metrics != want[pn.node.Name] || !slices.Equal(d.args[len(d.args)-4:], []string{"--metrics", d.metrics, "--metrics-netns", "/proc/1/ns/net"}) {
+				t.Errorf("%s: metrics %q, args %q", pn.node.Name, d.metrics, d.args)
+			}
+		}
+	}
+	for _, c := range []struct{ base, want string }{
+		{"127.0.0.1:0", "give the first daemon's port"},
+		{"127.0.0.1:65534", "past 65535"},
+		{"localhost", "want ADDR:PORT"},
+	} {
+		p, _ := makePlan(upParse(t, upTwoHosts), HostsNIC, "/abs/lab.yaml", upTestSock(&socks))
+		if err := p.metrics(c.base, ""); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--metrics %s: %v, want %q", c.base, err, c.want)
+		}
+	}
+}
