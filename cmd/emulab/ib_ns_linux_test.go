@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,27 +155,10 @@ func waitIBCapture(file string, want int, timeout time.Duration) {
 
 func readIBCapture(t *testing.T, file string) (data, link int) {
 	t.Helper()
-	f, err := os.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	rd, err := capture.Open(bufio.NewReader(f))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rec capture.Record
 	var p bth.IBPacket
-	for {
-		err := rd.Next(&rec)
-		if errors.Is(err, io.EOF) {
-			return data, link
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, file, func(rec *capture.Record) {
 		if rec.LinkType != capture.LinkTypeERF {
-			continue // an idle interface the client declared
+			return // an idle interface the client declared
 		}
 		switch rec.ERF.Type {
 		case capture.ERFTypeInfiniBandLink:
@@ -193,7 +174,8 @@ func readIBCapture(t *testing.T, file string) (data, link int) {
 		default:
 			t.Errorf("ERF type %d", rec.ERF.Type)
 		}
-	}
+	})
+	return data, link
 }
 
 // The fat tree of examples/ib-fat-tree.yaml in namespaces, managed by the

@@ -550,6 +550,31 @@ func readCapture(r io.Reader, progress func(icmp int)) (n, icmp int, comments []
 }
 
 // readFile reads a capture file with readCapture.
+// eachRecord calls fn with each record of the capture file at path.
+func eachRecord(t *testing.T, path string, fn func(*capture.Record)) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd, err := capture.Open(bufio.NewReader(f))
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var rec capture.Record
+	for {
+		err := rd.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		fn(&rec)
+	}
+}
+
 func readFile(t *testing.T, path string) (n, icmp int, comments []string) {
 	t.Helper()
 	f, err := os.Open(path)
@@ -700,8 +725,9 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 
 	// Two daemons' records merge in time order: a frame's tx at h1 comes
 	// before its rx at sw1:p1, though the streams arrive as they do. The
-	// merge waits 50 ms for a late stream; a machine loaded past that can
-	// still invert two records, so a capture may be taken three times.
+	// merge waits for a late stream up to a second; a machine loaded past
+	// that can still invert two records, so a capture may be taken three
+	// times.
 	inversion := func() string {
 		file := filepath.Join(t.TempDir(), "both.pcapng")
 		cp := e.startCapture(t, nil, "h1:eth0", "sw1:p1", "-w", file, "-c", "12")
@@ -709,24 +735,17 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 		if err := cp.wait(); err != nil {
 			t.Fatalf("capture h1:eth0 sw1:p1: %v\n%s", err, cp.msgs)
 		}
-		f, err := os.Open(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		rd, err := capture.Open(bufio.NewReader(f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rec capture.Record
+		inv := ""
 		var last time.Time
-		for k := 0; rd.Next(&rec) == nil; k++ {
-			if rec.Timestamp.Before(last) {
-				return fmt.Sprintf("record %d at %v, before the one ahead of it (%v)", k, rec.Timestamp, last)
+		k := 0
+		eachRecord(t, file, func(rec *capture.Record) {
+			if inv == "" && rec.Timestamp.Before(last) {
+				inv = fmt.Sprintf("record %d at %v, before the one ahead of it (%v)", k, rec.Timestamp, last)
 			}
 			last = rec.Timestamp
-		}
-		return ""
+			k++
+		})
+		return inv
 	}
 	var inv string
 	for range 3 {

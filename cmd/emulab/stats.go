@@ -223,21 +223,15 @@ func sumPrefix(m map[string]uint64, prefix string) uint64 {
 
 // writeSwitchTable prints a switch's ports, then its busy priorities.
 func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
-	peer := map[string]string{}
-	for _, p := range n.Ports {
-		peer[p.Name] = p.Peer
-	}
+	peer := portPeers(n)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tRX_PAUSE\tTX_PAUSE\tECN_MARKED\tDROPS\tWIRE_DROPS\t")
 	for _, p := range ports {
 		m := p.Counters
-		pr := peer[p.Port]
-		if pr == "" {
-			pr = "-"
-		}
+		pr := peer(p.Port)
 		// Drops the switch decided (every reason), and frames the
 		// emulated wire lost: loss, a full link queue, no peer.
-		wire := m["link_loss_tx"] + m["link_loss_rx"] + m["link_queue_drop"] + m["not_connected_drop"]
+		wire := wireDrops(m)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, pr,
 			m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"],
 			m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumPrefix(m, "drop_"), wire)
@@ -287,19 +281,13 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 // each way, the credit stalls and the FECN marks. IB has no PAUSE, no ECN
 // and no priorities: its layout is the simulator's per VL.
 func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
-	peer := map[string]string{}
-	for _, p := range n.Ports {
-		peer[p.Name] = p.Peer
-	}
+	peer := portPeers(n)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tFECN_MARKED\tXMIT_WAIT_NS\tDROPS\tWIRE_DROPS\t")
 	for _, p := range ports {
 		m := p.Counters
-		pr := peer[p.Port]
-		if pr == "" {
-			pr = "-"
-		}
-		wire := m["link_loss_tx"] + m["link_loss_rx"] + m["link_queue_drop"] + m["not_connected_drop"]
+		pr := peer(p.Port)
+		wire := wireDrops(m)
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, pr,
 			m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"],
 			sumVL(m, "vl%d_fecn_marked"), m["port_xmit_wait"], sumPrefix(m, "drop_"), wire)
@@ -333,6 +321,27 @@ func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterS
 	}
 	_, err := io.WriteString(out, vls.String())
 	return err
+}
+
+// portPeers returns a function naming the far end of each of n's ports
+// ("-" for none).
+func portPeers(n *lab.NodeInfo) func(port string) string {
+	peer := map[string]string{}
+	for _, p := range n.Ports {
+		peer[p.Name] = p.Peer
+	}
+	return func(port string) string {
+		if pr := peer[port]; pr != "" {
+			return pr
+		}
+		return "-"
+	}
+}
+
+// wireDrops adds the frames a port's emulated wire lost: loss, a full
+// link queue, no peer.
+func wireDrops(m map[string]uint64) uint64 {
+	return m["link_loss_tx"] + m["link_loss_rx"] + m["link_queue_drop"] + m["not_connected_drop"]
 }
 
 // sumVL adds a per-VL counter (format with one %d) over the VLs.
