@@ -276,9 +276,12 @@ func (q *QP) compWriteSend(c *compCtx) compState {
 func (q *QP) compCompWQE(c *compCtx) compState {
 	w := c.w
 	c.used = true
-	q.advance(bth.PSNAdd(w.lastPSN, 1))
+	last := w.lastPSN
+	q.advance(bth.PSNAdd(last, 1))
+	// completeSend frees the slot before its completion is seen, and a
+	// post from the CQ's notify may fill it again: w is not read after.
 	q.completeSend(w, IBV_WC_SUCCESS)
-	if c.h != nil && bth.PSNDiff(c.psn, w.lastPSN) > 0 {
+	if c.h != nil && bth.PSNDiff(c.psn, last) > 0 {
 		return compGetWQE // the packet may acknowledge the next WQE too
 	}
 	return compDone

@@ -67,16 +67,26 @@ func TestReadsThroughSpuriousTimeouts(t *testing.T) {
 }
 
 // TestReadsOneResponseLost: sixteen READs in flight, the last packet of
-// the first one's response lost. Every packet of the other fifteen
+// the first one's response lost (with the QP's ACK timeout, and without
+// one: an infinite timeout must not stall it). Every packet of the other fifteen
 // responses, already on its way, lies past the first READ: each is the
 // same implied NAK. The requester resends once for the gap and drops the
 // rest until the gap fills, as for a gap inside a response; retrying for
 // each spent the retry count (7) within microseconds, and read_bw failed
 // with IBV_WC_RETRY_EXC_ERR on any loss.
 func TestReadsOneResponseLost(t *testing.T) {
+	for _, infinite := range []bool{false, true} {
+		readsOneResponseLost(t, infinite)
+	}
+}
+
+func readsOneResponseLost(t *testing.T, infinite bool) {
 	const n, size = 16, 1 << 16
 	p := newPair(t, pairOpts{rate: 10e9, delay: 2 * clock.Microsecond})
 	a, b := setupRC(t, p, qpOpts{bufSize: size, timeout: 14, retry: 7, rdAtomic: 16, sendWR: 32})
+	if infinite {
+		a.qp.timeout = 0 // IBA timeout 0: the ACK timer never fires
+	}
 	for i := range b.buf {
 		b.buf[i] = byte(i*5 + 1)
 	}
@@ -107,6 +117,12 @@ func TestReadsOneResponseLost(t *testing.T) {
 	}
 	if k := p.a.Count(ImpliedNakSeqErr); k != 1 {
 		t.Errorf("%d implied NAKs for one lost response packet, want 1", k)
+	}
+	// The implied NAK alone recovers it: the responder answers the
+	// resent READ before the later ones (dropLater), and no ACK timer
+	// has to fire.
+	if n := p.a.Count(LocalAckTimeoutErr); n != 0 {
+		t.Errorf("%d ACK timeouts: the gap was not filled by the implied NAK's resend", n)
 	}
 	if !bytes.Equal(a.buf, b.buf) {
 		t.Error("the requester's buffer differs from the responder's after the reads")

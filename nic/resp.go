@@ -587,6 +587,7 @@ func (q *QP) respDuplicate(c *respCtx) respState {
 				}
 				res.firstPSN, res.cur, res.buf = c.psn, c.psn, buf
 				if !res.pending {
+					r.dropLater(res.origFirst)
 					res.pending, res.replay = true, true
 					q.queueOut(respOut{kind: outRead, res: res})
 				}
@@ -597,6 +598,7 @@ func (q *QP) respDuplicate(c *respCtx) respState {
 		for i := range r.res {
 			if res := &r.res[i]; res.used && res.atomic && res.origFirst == c.psn {
 				if !res.pending {
+					r.dropLater(res.origFirst)
 					res.pending, res.replay = true, true
 					q.queueOut(respOut{kind: outAtomic, res: res})
 				}
@@ -607,6 +609,23 @@ func (q *QP) respDuplicate(c *respCtx) respState {
 		q.queueACK(bth.ACKSyndrome(bth.CreditCodeInvalid), bth.PSNAdd(r.epsn, -1), false)
 	}
 	return respDone
+}
+
+// dropLater gives up the answers still queued for READs and atomics
+// after the one at psn, whose replay is about to be queued. Queued ahead
+// of it, they would reach the requester before the answer it is missing,
+// and it drops everything past its gap: the replay would fill the gap and
+// leave nothing to send until its ACK timer fired (67 ms at -u 14; never,
+// with no timeout). The requester resends those requests after the one
+// it asked again for, and they are answered again, in order, as rxe
+// abandons a read in progress on a duplicate.
+func (r *responder) dropLater(psn uint32) {
+	for i := range r.res {
+		if res := &r.res[i]; res.used && res.pending && bth.PSNBefore(psn, res.origFirst) {
+			r.out.drop(res)
+			res.pending, res.replay = false, false
+		}
+	}
 }
 
 // respErrRNR: no receive WQE: an RNR NAK asking for min_rnr_timer (IBA

@@ -3,7 +3,9 @@ package nic
 import (
 	"testing"
 
+	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/frame"
 )
 
 // Connect + Stream, the way a driver (the simulator's traffic section)
@@ -127,5 +129,41 @@ func TestStreamFullQueue(t *testing.T) {
 	p.l.run(clock.Second, 1<<24, func() bool { return st.Stats().Done })
 	if s := st.Stats(); !s.Done || s.Completed != 100 || s.Posted != 100 {
 		t.Fatalf("a stream as deep as its send queue: %d posted, %d completed of 100 (%+v)", s.Posted, s.Completed, s)
+	}
+}
+
+// TestStreamFullQueueAckLoss: a stream as deep as its send queue, every
+// third ACK lost, at a PSN in the upper half of the space. A cumulative
+// ACK completes the WQEs it covers, one after another; the completion of
+// the first lets the stream post into its slot at once, and the next
+// comparison must use the completed WQE's last PSN, not the new one's
+// (PSN 0 before it is set up: every ACK past 2^23 then completed one WQE
+// and the rest waited for the ACK timer).
+func TestStreamFullQueueAckLoss(t *testing.T) {
+	for _, psn := range []uint32{0x100, 0x900000} {
+		p := newPair(t, pairOpts{})
+		a, b, err := Connect(p.a, p.b, ConnectOpts{Type: IBV_QPT_RC, BufSize: 4096, SendWR: 16, PSN: psn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		p.ba.drop = func(f *frame.Frame) bool {
+			if opcodeOf(f) == bth.RCAcknowledge {
+				k++
+				return k%3 == 0
+			}
+			return false
+		}
+		st, err := NewStream(a, b, StreamConfig{Op: IBV_WR_RDMA_WRITE, Size: 4096, Count: 1000, Depth: 16})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.l.run(100*clock.Second, 1<<26, func() bool { return st.Stats().Done })
+		if s := st.Stats(); !s.Done || s.Completed != 1000 {
+			t.Fatalf("PSN %#x: %d of 1000 completed", psn, s.Completed)
+		}
+		if n := a.QP.Stats.Timeouts; n != 0 {
+			t.Errorf("PSN %#x: %d ACK timeouts with every third ACK lost: a later ACK covers them", psn, n)
+		}
 	}
 }

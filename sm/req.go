@@ -83,8 +83,14 @@ func (m *SM) done(now clock.Time, r *req, smp mad.SMP) {
 			m.changed = true
 		}
 	case kLightPortInfo:
-		if mad.PortInfo(data).Fields().PortState != mad.PortStateActive {
-			m.changed = true // the link went down and came back: Init, not Active
+		// A change from what the last sweep saw (as OpenSM sweeps on a
+		// change): a link that went down and came back is Init, not the
+		// Active the sweep left. A port that stays down, unchanged, asks
+		// for nothing more: one heavy sweep per change, not one per light
+		// sweep for as long as the link is down.
+		got := mad.PortInfo(data).Fields()
+		if p := r.node.port(r.port); p == nil || got.PortState != p.Info.PortState || got.PhysState != p.Info.PhysState {
+			m.changed = true
 		}
 	}
 }

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/emufabric/emufabric/lab"
-	"github.com/emufabric/emufabric/wire"
 	"github.com/emufabric/emufabric/wire/capture"
 )
 
@@ -436,10 +435,14 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 	// rx at the switch could be written before its tx at the NIC that
 	// sent it. With more than one daemon a record waits a window after
 	// its time stamp, and the oldest waiting goes first. The window is
-	// reorderWindow, or twice the longest a record has been late yet (a
-	// loaded machine's streams lag by more), at most maxReorderWindow.
+	// reorderWindow, or twice the longest a record has been late lately
+	// (a loaded machine's streams lag by more), at most maxReorderWindow;
+	// it halves back toward reorderWindow after each second without a
+	// record that late, so one stall does not hold every record (and its
+	// bytes) for a second for the rest of the capture.
 	var held recHeap
 	window := reorderWindow
+	var lateAt time.Time
 	merge := len(srcs) > 1
 	due := time.NewTimer(time.Hour)
 	due.Stop()
@@ -464,8 +467,11 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 			return put(r)
 		}
 		r.seq, seq = seq, seq+1
-		if lag := 2 * time.Since(r.ts); lag > window {
-			window = min(lag, maxReorderWindow)
+		now := time.Now()
+		if lag := 2 * now.Sub(r.ts); lag > window/2 {
+			window, lateAt = min(max(window, lag), maxReorderWindow), now
+		} else if window > reorderWindow && now.Sub(lateAt) > time.Second {
+			window, lateAt = max(window/2, reorderWindow), now
 		}
 		heap.Push(&held, r)
 		return release(false)
@@ -568,11 +574,10 @@ func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liv
 	var rec capture.Record
 	for {
 		if err := rd.Next(&rec); err != nil {
-			// A stream cut in the middle of a block is a daemon that
-			// stopped while writing (the lab went down under traffic),
-			// as much as one cut between blocks.
-			var we *wire.Error
-			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &we) && we.Reason == wire.ReasonTruncated {
+			// A stream cut in the middle of a block (io.ErrUnexpectedEOF)
+			// is a daemon that stopped while writing (the lab went down
+			// under traffic), as much as one cut between blocks.
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				err = errors.New("the daemon ended the capture (did the lab go down?)")
 			}
 			fail(fmt.Errorf("%s: %w", s.node, err))

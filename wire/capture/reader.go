@@ -41,7 +41,7 @@ type Reader struct {
 func Open(r io.Reader) (*Reader, error) {
 	var m [4]byte
 	if n, err := io.ReadFull(r, m[:]); err != nil {
-		return nil, wire.Truncated("capture file", "magic", 0, 4, n)
+		return nil, shortRead(wire.Truncated("capture file", "magic", 0, 4, n))
 	}
 	if binary.BigEndian.Uint32(m[:]) == ngBlockSHB {
 		ng, err := newNgReader(r)
@@ -134,7 +134,7 @@ func (nr *ngReader) readBlock() (int, error) {
 	}
 	nr.blocks++
 	if err != nil {
-		return 0, wire.Truncated(nr.name("block"), "Block Total Length", nr.off, 8, start+n)
+		return 0, shortRead(wire.Truncated(nr.name("block"), "Block Total Length", nr.off, 8, start+n))
 	}
 	typ := binary.BigEndian.Uint32(nr.hdr[:])
 	if typ == ngBlockSHB {
@@ -142,7 +142,7 @@ func (nr *ngReader) readBlock() (int, error) {
 		// length cannot be decoded before peeking at it.
 		var bom [4]byte
 		if n, err := io.ReadFull(nr.r, bom[:]); err != nil {
-			return 0, wire.Truncated(nr.name("SHB"), "Byte-Order Magic", nr.off, 12, 8+n)
+			return 0, shortRead(wire.Truncated(nr.name("SHB"), "Byte-Order Magic", nr.off, 12, 8+n))
 		}
 		switch {
 		case binary.LittleEndian.Uint32(bom[:]) == ngByteOrderMagic:
@@ -190,7 +190,7 @@ func (nr *ngReader) readBody(total int, prefix []byte) error {
 	var n int
 	var err error
 	if nr.buf, n, err = readFullGrow(nr.r, nr.buf, len(prefix), body); err != nil {
-		return wire.Truncated(nr.name("block"), "Block Body", nr.off+8, body, n)
+		return shortRead(wire.Truncated(nr.name("block"), "Block Body", nr.off+8, body, n))
 	}
 	if tail := nr.order.Uint32(nr.buf[body-4:]); int(tail) != total {
 		return wire.Errorf(nr.name("block"), "trailing Block Total Length", nr.off+total-4, wire.ReasonInconsistent,
@@ -418,3 +418,14 @@ func (nr *ngReader) simplePacket(rec *Record, start int) error {
 	*rec = Record{LinkType: ifc.link, OrigLen: int(orig), Data: data, Raw: data}
 	return finishRecord(rec, start+12)
 }
+
+// shortRead marks a truncation the stream's end caused (the bytes ran out
+// inside a block), as against one inside a block's own fields: it is also
+// io.ErrUnexpectedEOF, so a reader of a live stream can tell a writer that
+// stopped in the middle of a block from a damaged block.
+func shortRead(e *wire.Error) error { return shortReadError{e} }
+
+type shortReadError struct{ e *wire.Error }
+
+func (s shortReadError) Error() string   { return s.e.Error() }
+func (s shortReadError) Unwrap() []error { return []error{s.e, io.ErrUnexpectedEOF} }
