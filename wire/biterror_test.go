@@ -16,6 +16,8 @@ func TestBitErrorIndex(t *testing.T) {
 	EncodeEthernet(v6, &EthernetFields{EtherType: EtherTypeIPv6})
 	v6[EthernetSize] = 0x60
 	v6[EthernetSize+5] = 8 // payload length 8
+	pfc := make([]byte, 60)
+	EncodeEthernet(pfc, &EthernetFields{EtherType: EtherTypeMACControl})
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -25,6 +27,7 @@ func TestBitErrorIndex(t *testing.T) {
 		{"IPv4 padded", v4, false, EthernetSize + 28 - 1},
 		{"IPv4 tagged", tagged, false, n + 82 - 1},
 		{"IPv6", v6, false, len(v6) - 1},
+		{"PFC", pfc, false, EthernetSize + 1},
 		{"IB", make([]byte, 100), true, 97},
 		{"IB link packet", make([]byte, IBLinkSize), true, 3},
 		{"short", []byte{1, 2, 3}, false, 2},
