@@ -187,13 +187,17 @@ func (n *NIC) SetLinkUp(up bool) {
 }
 
 // SetRate changes the port's line rate while the NIC runs (a link's rate
-// set at run time, as `emulab link set ... rate` does): frames are
-// serialized at it from the next one on, PFC pause quanta count at it, the
-// SMA reports it and QPs connected from now on start their DCQCN from it;
-// a QP whose DCQCN rate is above it sends at line rate. 0 is ignored.
+// set at run time, as `emulab link set ... rate` does): the frame on the
+// wire sends the rest of its bits at it and the next ones are serialized at
+// it, PFC pause quanta count at it, the SMA reports it and QPs connected
+// from now on start their DCQCN from it; a QP whose DCQCN rate is above it
+// sends at line rate. 0 is ignored.
 func (n *NIC) SetRate(bps uint64) {
 	if bps == 0 {
 		return
+	}
+	if now := n.clk.Now(); n.busyUntil > now && n.cfg.Rate > 0 {
+		n.busyUntil = now + clock.Time(float64(n.busyUntil-now)*float64(n.cfg.Rate)/float64(bps))
 	}
 	n.cfg.Rate = bps
 	n.wake()

@@ -167,3 +167,30 @@ func TestStreamFullQueueAckLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestSetRateMidFrame: a frame started at 1 kb/s sends the rest of its
+// bits at the rate set while it is on the wire: the transmitter starts
+// its next frame microseconds after a change to 100 Gb/s at 1 ms, not when
+// the first would have ended at 1 kb/s (most of a second later).
+func TestSetRateMidFrame(t *testing.T) {
+	// Without congestion control: a DCQCN QP keeps pacing at the rate its
+	// reaction point had reached (1 kb/s) until it raises it.
+	noCC := func(c *Config) { c.CC = "none" }
+	p := newPair(t, pairOpts{rate: 1e3, cfgA: noCC, cfgB: noCC})
+	a, b := setupRC(t, p, qpOpts{bufSize: 64, timeout: 20})
+	var starts []clock.Time
+	p.ab.tap = func(*frame.Frame) { starts = append(starts, p.l.now) }
+	for i := range 2 {
+		wr := &SendWR{WRID: uint64(i), Opcode: IBV_WR_RDMA_WRITE,
+			SGList: []SGE{{Addr: a.mr.Addr(), Length: 64, LKey: a.mr.LKey()}}}
+		wr.RDMA.RemoteAddr, wr.RDMA.RKey = b.mr.Addr(), b.mr.RKey()
+		if err := a.qp.PostSend(wr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.l.NewTimer(func() { p.a.SetRate(100e9) }).Reset(clock.Millisecond)
+	p.l.run(10*clock.Millisecond, 1<<20, func() bool { return len(starts) >= 2 })
+	if len(starts) < 2 || starts[1] > clock.Millisecond+clock.Microsecond {
+		t.Fatalf("frame starts %v: the second should start just after the change at 1 ms", starts)
+	}
+}

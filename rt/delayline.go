@@ -96,6 +96,11 @@ func NewDelayLine(clk *Clock, cfg PacerConfig, sink func(f *frame.Frame, release
 // SetRate and SetDelay change the wire; frames already booked keep their
 // times.
 func (d *DelayLine) SetRate(bps uint64) {
+	// The wire is taken until the frame on it has sent the rest of its
+	// bits at the new rate; frames held keep their release times.
+	if now := d.clk.Now(); d.busy > now && d.cfg.Rate > 0 && bps > 0 {
+		d.busy = now + clock.Time(float64(d.busy-now)*float64(d.cfg.Rate)/float64(bps))
+	}
 	d.cfg.Rate = bps
 	d.pacer = NewPacer(d.clk, d.cfg)
 }

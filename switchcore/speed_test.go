@@ -53,3 +53,29 @@ func TestSetPortSpeed(t *testing.T) {
 		t.Errorf("a refused speed changed the port's: %d", got)
 	}
 }
+
+// TestSetPortSpeedMidFrame: a frame started at 1 kb/s sends the rest of
+// its bits at the speed set while it is on the wire: the port takes the
+// next frame nanoseconds after a change to 100 Gb/s, not when the first
+// would have ended at 1 kb/s (half a second later).
+func TestSetPortSpeedMidFrame(t *testing.T) {
+	s, clk, pool := newTestSwitch(t, testConfig(2, 100e9))
+	out := &sink{clk: clk}
+	s.Attach(1, out)
+	if err := s.SetPortSpeed(1, 1e3); err != nil {
+		t.Fatal(err)
+	}
+	deliver(s, clk, 0, roce(26).build(pool))
+	clk.runUntil(clock.Millisecond)
+	if err := s.SetPortSpeed(1, 100e9); err != nil {
+		t.Fatal(err)
+	}
+	deliver(s, clk, 0, roce(26).build(pool))
+	clk.runUntil(clk.now + clock.Millisecond)
+	if len(out.frames) != 2 {
+		t.Fatalf("%d frames sent by 2 ms, want 2", len(out.frames))
+	}
+	if st := out.frames[1].start; st > clock.Millisecond+clock.Microsecond {
+		t.Errorf("the second frame started at %v, want just after the change at 1 ms", st)
+	}
+}

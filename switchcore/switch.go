@@ -189,7 +189,8 @@ func (s *Switch) PortSpeed(port int) uint64 { return s.ports[port].speed }
 // came up at another rate; a lab's `link set rate`). The egress serializes
 // at it from the next frame, and PFC pause quanta count its bit times, so
 // the priority's queue, its XOFF and its ECN marks see the link as it now
-// is; a frame already started keeps its time. A configured PFC refresh
+// is; a frame already started sends the rest of its bits at the new
+// speed. A configured PFC refresh
 // must stay shorter than the pause time at the new speed (as Validate
 // asks of the configuration).
 func (s *Switch) SetPortSpeed(port int, bps uint64) error {
@@ -203,6 +204,15 @@ func (s *Switch) SetPortSpeed(port int, bps uint64) error {
 	if q := s.cfg.PFCQuanta; s.cfg.PFCRefresh > 0 && q > 0 && s.cfg.PFCRefresh >= wire.QuantaToTime(q, bps) {
 		return fmt.Errorf("switchcore: port %s: at %d b/s the pause time of %d quanta is %v, not longer than the PFC refresh %v: the peer would resume between refreshes",
 			p.cfg.Name, bps, q, wire.QuantaToTime(q, bps), s.cfg.PFCRefresh)
+	}
+	// The frame on the wire has the rest of its bits to send at the new
+	// speed: its end moves, so the port's next start does too (at 1 kb/s
+	// a 4 KB frame would otherwise hold the port 33 s after a change back
+	// to 100 Gb/s).
+	if now := s.clk.Now(); p.busyUntil > now {
+		left := float64(p.busyUntil-now) * float64(p.speed) / float64(bps)
+		p.busyUntil = now + clock.Time(left)
+		p.txTimer.Reset(p.busyUntil)
 	}
 	p.speed = bps
 	return nil

@@ -56,8 +56,8 @@ NICs each what it receives, so the change is made on both ends. An emunic
 across from a switch takes down, up and rate only: set the others on the
 switch side of its link. A host without a daemon (a lab brought up with
 --hosts tap) is a TAP port of its switch: the change is made on that switch
-port. A change applies from the next frame: frames already on the wire keep
-the times the old rate and delay gave them.
+port. A rate takes effect at once (the frame on the wire sends the rest of its
+bits at it); a delay applies to the frames sent after it.
 
 NODE is LAB/NODE, or NODE when one lab is up (or with --lab); PORT may be left
 out for a node with one port.`,
