@@ -195,8 +195,8 @@ func (m *SM) Receive(now clock.Time, smp mad.SMP) {
 	m.advance(now)
 }
 
-// Tick handles timeouts (resend, or give up after Retries) and starts the
-// light sweep when it is due.
+// Tick handles timeouts (resend, or give up after Retries; a light-sweep
+// poll is not resent) and starts the light sweep when it is due.
 func (m *SM) Tick(now clock.Time) {
 	keep := m.out[:0]
 	var expired []*req
@@ -209,7 +209,11 @@ func (m *SM) Tick(now clock.Time) {
 	}
 	m.out = keep
 	for _, r := range expired {
-		if r.tries <= m.cfg.Retries {
+		// A light-sweep poll that goes unanswered is itself the change
+		// it looks for (a link cut on its path): retrying it would hold
+		// the heavy sweep back by the whole retry budget, and no other
+		// light sweep can start while it is out.
+		if r.tries <= m.cfg.Retries && r.kind != kLightSwitchInfo && r.kind != kLightPortInfo {
 			m.stats.Retries++
 			m.queue = append([]*req{r}, m.queue...)
 			continue
