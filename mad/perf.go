@@ -40,6 +40,11 @@ type PortCounters []byte
 const PortCountersSize = 44
 
 // PortCountersFields are the values Encode writes (wider values saturate).
+// PerfMgtCapXmitWait is the PerfMgt ClassPortInfo CapabilityMask bit that
+// says PortCounters' PortXmitWait is counted (IB_PMA_CLASS_CAP_XMIT_WAIT,
+// bit 12); perfquery prints the mask in its header.
+const PerfMgtCapXmitWait = 0x1000
+
 type PortCountersFields struct {
 	PortSelect                  uint8
 	SymbolErrors                uint64

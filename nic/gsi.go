@@ -1,6 +1,8 @@
 package nic
 
 import (
+	"encoding/binary"
+
 	"github.com/emufabric/emufabric/bth"
 	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/mad"
@@ -81,7 +83,8 @@ func (n *NIC) receiveGMP(f *frame.Frame, pkt *bth.IBPacket) {
 		pc := mad.PortCounters(r[mad.PerfDataOffset:])
 		pc.Encode(n.portCounters(m[mad.PerfDataOffset+1]))
 	case m.AttributeID() == mad.AttrClassPortInfo:
-		r[mad.PerfDataOffset], r[mad.PerfDataOffset+1] = 1, mad.PerfMgtClassVersion // BaseVersion, ClassVersion
+		r[mad.PerfDataOffset], r[mad.PerfDataOffset+1] = 1, mad.PerfMgtClassVersion  // BaseVersion, ClassVersion
+		binary.BigEndian.PutUint16(r[mad.PerfDataOffset+2:], mad.PerfMgtCapXmitWait) // CapabilityMask
 	default:
 		status = mad.StatusMethodAttrUnsupp
 	}
@@ -90,7 +93,8 @@ func (n *NIC) receiveGMP(f *frame.Frame, pkt *bth.IBPacket) {
 }
 
 // portCounters is the port's PortCounters: packets and data exclude link
-// packets (IBA 16.1.3.5 counts packets, not flow control).
+// packets (IBA 16.1.3.5 counts packets, not flow control), and the data
+// counts the octets from the LRH through the ICRC, not the 2-byte VCRC.
 func (n *NIC) portCounters(portSelect uint8) *mad.PortCountersFields {
 	p := &n.port
 	fc := n.cnt[IBFCTx]
@@ -101,8 +105,8 @@ func (n *NIC) portCounters(portSelect uint8) *mad.PortCountersFields {
 		LinkDowned:  n.cnt[IBLinkDowned],
 		RcvErrors:   n.cnt[RxICRCErr] + n.cnt[IBVCRCErr] + n.cnt[RxMalformed] + n.cnt[IBVLErr],
 		VL15Dropped: n.cnt[IBVL15Dropped],
-		XmitData:    (p.TxBytesPhy - fc*link) / 4,
-		RcvData:     (p.RxBytesPhy - fcRx*link) / 4,
+		XmitData:    (p.TxBytesPhy - fc*link - 2*(p.TxPacketsPhy-fc)) / 4,
+		RcvData:     (p.RxBytesPhy - fcRx*link - 2*(p.RxPacketsPhy-fcRx)) / 4,
 		XmitPkts:    p.TxPacketsPhy - fc,
 		RcvPkts:     p.RxPacketsPhy - fcRx,
 		XmitWait:    n.cnt[IBCreditWaits],

@@ -494,6 +494,9 @@ func TestIBPerfMgt(t *testing.T) {
 		p.a.SendGMP(2, 0, m)
 	}
 	bRx, bTx := p.b.Port().RxPacketsPhy-p.b.Count(IBFCRx), p.b.Port().TxPacketsPhy-p.b.Count(IBFCTx)
+	// PortXmitData: the octets from the LRH through the ICRC of b's data
+	// packets, in words: not the link packets, not the 2-byte VCRC.
+	xmitData := (p.b.Port().TxBytesPhy - 6*p.b.Count(IBFCTx) - 2*bTx) / 4
 	req(7, mad.ClassPerfMgt, mad.AttrPortCounters)
 	req(8, mad.ClassPerfMgt, 0x0099)
 	req(9, 0x03, 0x0035) // SubnAdm PathRecord: no SA here
@@ -510,6 +513,9 @@ func TestIBPerfMgt(t *testing.T) {
 	// sending its answers.
 	if pc.PortSelect != 1 || pc.RcvPkts < bRx+1 || pc.XmitPkts != bTx || pc.RcvData < 8192/4 || pc.RcvErrors != 0 {
 		t.Errorf("PortCounters %+v; b had received %d and sent %d data packets", pc, bRx, bTx)
+	}
+	if pc.XmitData != xmitData {
+		t.Errorf("PortXmitData %d words, want %d (LRH through ICRC, no VCRC)", pc.XmitData, xmitData)
 	}
 	if s := resps[1].m.Status(); s != mad.StatusMethodAttrUnsupp {
 		t.Errorf("unknown attribute: status %#x", s)

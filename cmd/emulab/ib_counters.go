@@ -89,26 +89,33 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 	if r.PortCounters == nil {
 		return fmt.Errorf("%s asking %s: no counters in the answer", from.Name, target.Name)
 	}
-	writePerfQuery(out, target.LID, from.Name, r.PortCounters)
+	writePerfQuery(out, target.LID, r.PortCounters)
 	return nil
 }
 
-// writePerfQuery prints PortCounters as perfquery does: a header, then one
-// "Name:.....value" line per counter, the value at column 34.
-func writePerfQuery(w io.Writer, lid uint16, from string, pc *mad.PortCountersFields) {
-	fmt.Fprintf(w, "# Port counters: Lid %d port %d (asked from %s over QP1)\n", lid, pc.PortSelect, from)
+// writePerfQuery prints PortCounters as perfquery does: a header with the
+// agent's PerfMgt CapabilityMask (emunic's agent counts PortXmitWait),
+// then one "Name:.....value" line per field of the attribute, in its
+// order, the name and its dots filling 33 columns (libibmad's
+// _mad_dump_field). The fields emunic does not count (constraint and
+// integrity errors, the counter selects) are the zeros the attribute
+// carries.
+func writePerfQuery(w io.Writer, lid uint16, pc *mad.PortCountersFields) {
+	fmt.Fprintf(w, "# Port counters: Lid %d port %d (CapMask: 0x%04X)\n", lid, pc.PortSelect, mad.PerfMgtCapXmitWait)
 	for _, kv := range []struct {
 		k string
 		v uint64
 	}{
-		{"PortSelect", uint64(pc.PortSelect)}, {"SymbolErrorCounter", pc.SymbolErrors},
+		{"PortSelect", uint64(pc.PortSelect)}, {"CounterSelect", 0}, {"SymbolErrorCounter", pc.SymbolErrors},
 		{"LinkErrorRecoveryCounter", pc.LinkErrorRecovery}, {"LinkDownedCounter", pc.LinkDowned},
 		{"PortRcvErrors", pc.RcvErrors}, {"PortRcvRemotePhysicalErrors", pc.RcvRemotePhysicalErrors},
 		{"PortRcvSwitchRelayErrors", pc.RcvSwitchRelayErrors}, {"PortXmitDiscards", pc.XmitDiscards},
+		{"PortXmitConstraintErrors", 0}, {"PortRcvConstraintErrors", 0}, {"CounterSelect2", 0},
+		{"LocalLinkIntegrityErrors", 0}, {"ExcessiveBufferOverrunErrors", 0},
 		{"VL15Dropped", pc.VL15Dropped}, {"PortXmitData", pc.XmitData}, {"PortRcvData", pc.RcvData},
 		{"PortXmitPkts", pc.XmitPkts}, {"PortRcvPkts", pc.RcvPkts}, {"PortXmitWait", pc.XmitWait},
 	} {
-		fmt.Fprintf(w, "%s:%s%d\n", kv.k, strings.Repeat(".", max(1, 33-len(kv.k))), kv.v)
+		fmt.Fprintf(w, "%s:%s%d\n", kv.k, strings.Repeat(".", max(1, 32-len(kv.k))), kv.v)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/switchcore"
 )
 
@@ -217,5 +218,35 @@ func TestExampleIBFatTree(t *testing.T) {
 	drops, by := r.SwitchDrops()
 	if drops == 0 || drops != by[switchcore.DropLinkDown] {
 		t.Errorf("switch drops %d, by reason %v: want link_down only", drops, by)
+	}
+}
+
+// TestWritePerfQuery: perfquery's layout: the header with the PerfMgt
+// CapabilityMask, every PortCounters field in the attribute's order, each
+// value at column 34 (libibmad pads the name and colon with dots to 33).
+func TestWritePerfQuery(t *testing.T) {
+	var b strings.Builder
+	writePerfQuery(&b, 3, &mad.PortCountersFields{PortSelect: 1, XmitData: 1185, RcvPkts: 1607})
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if lines[0] != "# Port counters: Lid 3 port 1 (CapMask: 0x1000)" {
+		t.Errorf("header %q", lines[0])
+	}
+	var names []string
+	for _, l := range lines[1:] {
+		i := strings.LastIndex(l, ".") + 1 // the value follows the last dot
+		if i != 33 {
+			t.Errorf("%q: value at column %d, want 34", l, i+1)
+		}
+		names = append(names, l[:strings.Index(l, ":")])
+	}
+	want := []string{"PortSelect", "CounterSelect", "SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter",
+		"PortRcvErrors", "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors", "PortXmitDiscards",
+		"PortXmitConstraintErrors", "PortRcvConstraintErrors", "CounterSelect2", "LocalLinkIntegrityErrors",
+		"ExcessiveBufferOverrunErrors", "VL15Dropped", "PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts", "PortXmitWait"}
+	if strings.Join(names, ",") != strings.Join(want, ",") {
+		t.Errorf("fields %v, want %v", names, want)
+	}
+	if !strings.Contains(b.String(), "PortSelect:......................1\n") || !strings.Contains(b.String(), "PortXmitData:....................1185\n") {
+		t.Errorf("layout:\n%s", b.String())
 	}
 }
