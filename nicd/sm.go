@@ -7,7 +7,6 @@ import (
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
-	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/sm"
 )
 
@@ -37,10 +36,9 @@ func (d *Daemon) newSM() {
 	light := max(ib.SM.SweepInterval, smMinLightRT)
 	m := sm.New(sm.Config{MaxOutstanding: smMaxOutstanRT, Timeout: smTimeoutRT, LightSweep: light})
 	d.smr = sm.NewRunner(m, d.clk, d.nic)
-	d.nic.SetSMPDeliver(func(smp mad.SMP) {
-		d.smr.Receive(smp)
-		d.logSweep()
-	})
+	d.nic.SetSMPDeliver(d.smr.Receive)
+	// Logged when it ends, also on a timeout (a sweep across a cut link).
+	d.smr.OnStep(d.logSweep)
 	d.log.Printf("subnet manager: sweeps when the link comes up, light sweep every %v", light)
 }
 

@@ -25,7 +25,13 @@ type Runner struct {
 	port  SMPort
 	timer clock.Timer
 	buf   [mad.Size]byte
+	after func()
 }
+
+// OnStep sets a function called after each step of the SM (an answer
+// taken, a timeout or a light sweep due), when a sweep may have ended:
+// a sweep that ends on timeouts ends in a timer's step, not a receive.
+func (r *Runner) OnStep(f func()) { r.after = f }
 
 // NewRunner returns a runner for m on port p.
 func NewRunner(m *SM, clk clock.Clock, p SMPort) *Runner {
@@ -74,5 +80,8 @@ func (r *Runner) pump() {
 		r.timer.Reset(max(at, now))
 	} else {
 		r.timer.Stop()
+	}
+	if r.after != nil {
+		r.after()
 	}
 }
