@@ -170,6 +170,12 @@ func (t *Topology) Write(w io.Writer, what string, sel *Node) error {
 	case "ports":
 		return t.writeBlocks(w, sel, t.WriteIBStat, t.CAs(), false)
 	case "routes":
+		if len(t.Switches()) == 0 {
+			// ibroute reads a switch's table; HCAs cabled to each
+			// other have none (a packet goes to the only peer).
+			_, err := fmt.Fprintln(w, "# no switch in the fabric: no unicast forwarding table")
+			return err
+		}
 		return t.writeBlocks(w, sel, t.WriteRoutes, t.Switches(), false)
 	}
 	return fmt.Errorf("sm: output %q: want nodes, list, ports or routes", what)

@@ -1,6 +1,7 @@
 package sm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
@@ -59,5 +60,15 @@ func TestRunnerOnStep(t *testing.T) {
 	}
 	if sweeps != 1 {
 		t.Fatalf("the step hook saw %d heavy sweeps after %d steps (errors %v)", sweeps, steps, r.SM().Errors())
+	}
+}
+
+// TestWriteRoutesNoSwitch: a fabric of HCAs cabled to each other has no
+// forwarding table to show, and says so instead of printing nothing.
+func TestWriteRoutesNoSwitch(t *testing.T) {
+	top := &Topology{Nodes: []*Node{{Type: mad.NodeTypeCA, Desc: "h1 HCA-1"}, {Type: mad.NodeTypeCA, Desc: "h2 HCA-1"}}}
+	var b strings.Builder
+	if err := top.Write(&b, "routes", nil); err != nil || !strings.Contains(b.String(), "no switch in the fabric") {
+		t.Errorf("routes of a switchless fabric: %q %v", b.String(), err)
 	}
 }
