@@ -209,20 +209,22 @@ func (t *Topology) writeBlocks(w io.Writer, sel *Node, write func(io.Writer) err
 	return fmt.Errorf("sm: node %s has no block", sel.Desc)
 }
 
-// writeList writes one line per node as ibnetdiscover -l does.
+// writeList writes one line per node as ibnetdiscover -l does
+// (infiniband-diags list_node): the CAs, then the switches, each as
+// "Ca\t : 0x<guid> ports N devid 0x.. vendid 0x.. "desc"".
 func (t *Topology) writeList(w io.Writer, sel *Node) error {
-	for _, n := range t.Nodes {
-		if sel != nil && n != sel {
-			continue
-		}
-		var err error
-		if n.IsSwitch() {
-			_, err = fmt.Fprintf(w, "Switch    : 0x%016x ports %d \"%s\" base port 0 lid %d lmc 0\n", n.GUID, n.NumPorts, n.Desc, n.LID)
-		} else {
-			_, err = fmt.Fprintf(w, "Ca        : 0x%016x ports %d \"%s\"\n", n.GUID, n.NumPorts, n.Desc)
-		}
-		if err != nil {
-			return err
+	for _, switches := range []bool{false, true} {
+		for _, n := range t.Nodes {
+			if sel != nil && n != sel || n.IsSwitch() != switches {
+				continue
+			}
+			typ := "Ca"
+			if n.IsSwitch() {
+				typ = "Switch"
+			}
+			if _, err := fmt.Fprintf(w, "%s\t : 0x%016x ports %d devid 0x%x vendid 0x%x \"%s\"\n", typ, n.GUID, n.NumPorts, n.DeviceID, n.VendorID, n.Desc); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

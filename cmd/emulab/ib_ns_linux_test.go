@@ -249,7 +249,7 @@ func TestIBNamespaceSM(t *testing.T) {
 	// until the SM reroutes them through spine2.
 	// emulab ib on the running lab shows the SM's fabric.
 	list := e.mustRun(t, "ib", "nodes", "-l", l.name)
-	if strings.Count(list, "Switch    :") != 6 || strings.Count(list, "Ca        :") != 16 {
+	if strings.Count(list, "Switch\t :") != 6 || strings.Count(list, "Ca\t :") != 16 {
 		t.Errorf("emulab ib nodes -l %s:\n%s", l.name, list)
 	}
 	before := e.mustRun(t, "ib", "routes", l.name, "--node", "leaf2")
