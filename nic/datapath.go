@@ -372,10 +372,14 @@ func (n *NIC) receiveRoCE(f *frame.Frame, prio uint8) bool {
 	}
 	h := &pkt.Headers
 	q := n.QP(h.BTH.DestQP())
-	if h.Info.Transport == bth.TransportCNP {
+	if h.Info.Transport == bth.TransportCNP && q != nil {
 		n.receiveCNP(q)
 		return false
 	}
+	// A CNP for a QP this engine does not have goes where any frame for
+	// it goes: to the host's own RoCE stack, or counted as for an unknown
+	// QP (rp_cnp_ignored is for CNPs a QP without congestion control
+	// ignores).
 	if q == nil {
 		// Perhaps a QP of the host's own RoCE stack.
 		if n.host != nil {

@@ -117,3 +117,22 @@ func TestDCQCNSingleCNP(t *testing.T) {
 		t.Errorf("rp_cnp_handled %d", p.a.Count(RPCNPHandled))
 	}
 }
+
+// TestCNPForUnknownQP: a CNP naming a QP this NIC does not have (one
+// destroyed, or never made) is a frame for an unknown QP, not a CNP the
+// reaction point ignored: rp_cnp_ignored counts CNPs a QP without
+// congestion control ignores.
+func TestCNPForUnknownQP(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	_, b := setupRC(t, p, qpOpts{})
+	p.l.run(10*clock.Microsecond, 1<<10, nil)
+	p.b.rf.BTH = bth.CNPFields(0x7777, 0xFFFF)
+	f := p.b.emit(p.a.cfg.MAC, p.a.ip, 48, wire.ECNNotECT, 6, b.qp.sport, 0, b.qp.QPN(), nil)
+	p.b.q[6].frames.push(f)
+	p.b.wake()
+	p.l.run(20*clock.Microsecond, 1<<10, nil)
+	if p.a.Count(RxUnknownQP) != 1 || p.a.Count(RPCNPIgnored) != 0 || p.a.Count(RPCNPHandled) != 0 {
+		t.Errorf("rx_unknown_qp %d, rp_cnp_ignored %d, rp_cnp_handled %d; want 1, 0, 0",
+			p.a.Count(RxUnknownQP), p.a.Count(RPCNPIgnored), p.a.Count(RPCNPHandled))
+	}
+}
