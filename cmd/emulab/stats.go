@@ -223,20 +223,12 @@ func sumPrefix(m map[string]uint64, prefix string) uint64 {
 
 // writeSwitchTable prints a switch's ports, then its busy priorities.
 func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
-	peer := portPeers(n)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tRX_PAUSE\tTX_PAUSE\tECN_MARKED\tDROPS\tWIRE_DROPS\t")
-	for _, p := range ports {
-		m := p.Counters
-		pr := peer(p.Port)
-		// Drops the switch decided (every reason), and frames the
-		// emulated wire lost: loss, a full link queue, no peer.
-		wire := wireDrops(m)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, pr,
-			m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"],
-			m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumPrefix(m, "drop_"), wire)
-	}
-	if err := tw.Flush(); err != nil {
+	// DROPS: the switch's, every reason; WIRE_DROPS: what the emulated
+	// wire lost (loss, a full link queue, no peer).
+	err := writePortTable(out, n, ports, "RX_PAUSE\tTX_PAUSE\tECN_MARKED\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
+		return []uint64{m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumPrefix(m, "drop_"), wireDrops(m)}
+	})
+	if err != nil {
 		return err
 	}
 	for _, p := range ports {
@@ -244,82 +236,85 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 			fmt.Fprintf(out, "%s: %d lossless frames arrived beyond the PG's headroom (pg<N>_headroom_overflow: admitted, not dropped; the sender reacted to XOFF later than the buffer profile allows for, as a process does in real time)\n", p.Port, v)
 		}
 	}
-
 	fmt.Fprintln(out)
-	var prios strings.Builder
-	tw = tabwriter.NewWriter(&prios, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PORT\tPRIO\tRX_PACKETS\tTX_PACKETS\tRX_PAUSE\tRX_PAUSE_US\tTX_PAUSE\tTX_PAUSE_US\tECN_MARKED\tDROPS\tQUEUE_WM\t")
-	rows := 0
-	for _, p := range ports {
-		m := p.Counters
-		for prio := range switchcore.NumPriorities {
+	return writeClassTable(out, ports, "PRIO\tRX_PACKETS\tTX_PACKETS\tRX_PAUSE\tRX_PAUSE_US\tTX_PAUSE\tTX_PAUSE_US\tECN_MARKED\tDROPS\tQUEUE_WM",
+		"no priority of any port counted anything yet", func(m map[string]uint64, prio int) []uint64 {
 			k := func(f string) uint64 { return m[fmt.Sprintf(f, prio)] }
-			v := []uint64{k("rx_prio%d_packets"), k("tx_prio%d_packets"), k("rx_prio%d_pause"), k("rx_prio%d_pause_duration"),
+			return []uint64{k("rx_prio%d_packets"), k("tx_prio%d_packets"), k("rx_prio%d_pause"), k("rx_prio%d_pause_duration"),
 				k("tx_prio%d_pause"), k("tx_prio%d_pause_duration"), k("rx_prio%d_marked"),
 				sumPrefix(m, fmt.Sprintf("prio%d_drop_", prio)), k("queue%d_watermark")}
-			if !slices.ContainsFunc(v, func(x uint64) bool { return x != 0 }) {
-				continue
-			}
-			rows++
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, prio, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8])
-		}
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if rows == 0 {
-		_, err := fmt.Fprintln(out, "no priority of any port counted anything yet")
-		return err
-	}
-	_, err := io.WriteString(out, prios.String())
-	return err
+		})
 }
 
 // writeIBSwitchTable is an IB switch's summary: per port the packets and
-// bytes, the FECN marks, the drops and the wire's, the time it waited for
-// credits (port_xmit_wait); then per port and VL the flow-control packets
+// bytes, the FECN marks, the time it waited for credits (port_xmit_wait),
+// the drops and the wire's; then per port and VL the flow-control packets
 // each way, the credit stalls and the FECN marks. IB has no PAUSE, no ECN
 // and no priorities: its layout is the simulator's per VL.
 func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
-	peer := portPeers(n)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tFECN_MARKED\tXMIT_WAIT_NS\tDROPS\tWIRE_DROPS\t")
-	for _, p := range ports {
-		m := p.Counters
-		pr := peer(p.Port)
-		wire := wireDrops(m)
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, pr,
-			m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"],
-			sumVL(m, "vl%d_fecn_marked"), m["port_xmit_wait"], sumPrefix(m, "drop_"), wire)
-	}
-	if err := tw.Flush(); err != nil {
+	err := writePortTable(out, n, ports, "FECN_MARKED\tXMIT_WAIT_NS\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
+		return []uint64{sumVL(m, "vl%d_fecn_marked"), m["port_xmit_wait"], sumPrefix(m, "drop_"), wireDrops(m)}
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out)
-	var vls strings.Builder
-	tw = tabwriter.NewWriter(&vls, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "PORT\tVL\tFC_RX\tFC_TX\tCREDIT_STALLS\tXMIT_WAIT_NS\tFECN_MARKED\t")
-	rows := 0
+	return writeClassTable(out, ports, "VL\tFC_RX\tFC_TX\tCREDIT_STALLS\tXMIT_WAIT_NS\tFECN_MARKED",
+		"no VL of any port counted anything yet", func(m map[string]uint64, vl int) []uint64 {
+			k := func(f string) uint64 { return m[fmt.Sprintf(f, vl)] }
+			return []uint64{k("vl%d_fc_rx"), k("vl%d_fc_tx"), k("vl%d_credit_stalls"), k("vl%d_xmit_wait"), k("vl%d_fecn_marked")}
+		})
+}
+
+// writePortTable prints one row per port: its name, its peer, its packets
+// and bytes each way, then the columns named in more (tab-separated) with
+// the values cols gives for the port's counters.
+func writePortTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet, more string, cols func(map[string]uint64) []uint64) error {
+	peer := portPeers(n)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\t%s\t\n", more)
 	for _, p := range ports {
 		m := p.Counters
-		for vl := range 8 {
-			k := func(f string) uint64 { return m[fmt.Sprintf(f, vl)] }
-			v := []uint64{k("vl%d_fc_rx"), k("vl%d_fc_tx"), k("vl%d_credit_stalls"), k("vl%d_xmit_wait"), k("vl%d_fecn_marked")}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t", p.Port, peer(p.Port), m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"])
+		for _, v := range cols(m) {
+			fmt.Fprintf(tw, "%d\t", v)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+// writeClassTable prints, per port, one row for each of its eight classes
+// (priorities, VLs) that counted anything: the class, then row's values
+// under the columns named in header (tab-separated, the class's first);
+// none when no class of any port did.
+func writeClassTable(out io.Writer, ports []lab.PortCounterSet, header, none string, row func(m map[string]uint64, class int) []uint64) error {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "PORT\t%s\t\n", header)
+	rows := 0
+	for _, p := range ports {
+		for c := range 8 {
+			v := row(p.Counters, c)
 			if !slices.ContainsFunc(v, func(x uint64) bool { return x != 0 }) {
 				continue
 			}
 			rows++
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t\n", p.Port, vl, v[0], v[1], v[2], v[3], v[4])
+			fmt.Fprintf(tw, "%s\t%d\t", p.Port, c)
+			for _, x := range v {
+				fmt.Fprintf(tw, "%d\t", x)
+			}
+			fmt.Fprintln(tw)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	if rows == 0 {
-		_, err := fmt.Fprintln(out, "no VL of any port counted anything yet")
+		_, err := fmt.Fprintln(out, none)
 		return err
 	}
-	_, err := io.WriteString(out, vls.String())
+	_, err := io.WriteString(out, b.String())
 	return err
 }
 
