@@ -92,17 +92,7 @@ func TestHostPath(t *testing.T) {
 	copy(f.Data, ipv4Frame(46, false, 0))
 	p.a.SendHost(f)
 	// A RoCEv2 frame for a QP the engine does not have (the kernel's).
-	var rf bth.RoCEFields
-	rf.Ethernet = wire.EthernetFields{Dst: p.b.cfg.MAC, Src: p.a.cfg.MAC}
-	rf.Src, rf.Dst, rf.DSCP = p.a.ip, p.b.ip, 26
-	rf.BTH = bth.BTHFields{OpCode: bth.UDSendOnly, PKey: 0xFFFF, DestQP: 0x777}
-	rf.Ext.DETH = bth.DETHFields{QKey: 1, SrcQP: 5}
-	rf.Payload = []byte("kernel rxe")
-	g := p.pool.Get(rf.FrameLen())
-	if _, err := bth.EncodeRoCE(g.Data, &rf); err != nil {
-		t.Fatal(err)
-	}
-	p.a.SendHost(g)
+	p.a.SendHost(udSendToQP777(t, p, "kernel rxe"))
 	p.l.run(clock.Millisecond, 1<<10, nil)
 	if len(got) != 2 {
 		t.Fatalf("host got %d frames", len(got))
@@ -274,19 +264,7 @@ func TestSetRate(t *testing.T) {
 // whole frame with a flipped payload byte fails its ICRC (rx_icrc_errors).
 func TestTruncatedRoCECountedMalformed(t *testing.T) {
 	p := newPair(t, pairOpts{})
-	build := func() *frame.Frame {
-		var rf bth.RoCEFields
-		rf.Ethernet = wire.EthernetFields{Dst: p.b.cfg.MAC, Src: p.a.cfg.MAC}
-		rf.Src, rf.Dst, rf.DSCP = p.a.ip, p.b.ip, 26
-		rf.BTH = bth.BTHFields{OpCode: bth.UDSendOnly, PKey: 0xFFFF, DestQP: 0x777}
-		rf.Ext.DETH = bth.DETHFields{QKey: 1, SrcQP: 5}
-		rf.Payload = []byte("payload")
-		f := p.pool.Get(rf.FrameLen())
-		if _, err := bth.EncodeRoCE(f.Data, &rf); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	build := func() *frame.Frame { return udSendToQP777(t, p, "payload") }
 	// 5 bytes of UDP payload: the IP and UDP lengths and the IP checksum
 	// say so, as a sender that cut it would write them.
 	f := build()
@@ -308,4 +286,21 @@ func TestTruncatedRoCECountedMalformed(t *testing.T) {
 	if m, c := p.b.Count(RxMalformed), p.b.Count(RxICRCErr); m != 1 || c != 1 {
 		t.Errorf("corrupted: rx_malformed_roce %d, rx_icrc_errors %d; want 1, 1", m, c)
 	}
+}
+
+// udSendToQP777 is a RoCEv2 UD SEND from p.a to QP 0x777 of p.b, which the
+// engine does not have, carrying payload.
+func udSendToQP777(t *testing.T, p *pair, payload string) *frame.Frame {
+	t.Helper()
+	var rf bth.RoCEFields
+	rf.Ethernet = wire.EthernetFields{Dst: p.b.cfg.MAC, Src: p.a.cfg.MAC}
+	rf.Src, rf.Dst, rf.DSCP = p.a.ip, p.b.ip, 26
+	rf.BTH = bth.BTHFields{OpCode: bth.UDSendOnly, PKey: 0xFFFF, DestQP: 0x777}
+	rf.Ext.DETH = bth.DETHFields{QKey: 1, SrcQP: 5}
+	rf.Payload = []byte(payload)
+	f := p.pool.Get(rf.FrameLen())
+	if _, err := bth.EncodeRoCE(f.Data, &rf); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
