@@ -60,6 +60,7 @@ type pingPong struct {
 	send     bool   // the peer's messages are SENDs (receive completions), else WRITEs
 	base     uint64 // the QP's WRITE count when the run started
 	watch    []byte // the byte that shows the peer's WRITEs' numbers (pong), or nil: count them
+	mark     []byte // the last byte of the side's own WRITE, stamped with its number (ping), or nil
 	arrived  int
 	sent     int
 	done     int
@@ -67,7 +68,9 @@ type pingPong struct {
 	deadline time.Duration
 }
 
-func (s *session) newPingPong(op string, qp, cq uint32, send bool, watch *SGE) (*pingPong, error) {
+// newPingPong sets a side's run up on qp and cq: watch is the byte a pong
+// watches, mark the last byte of a ping's WRITE (nil: none).
+func (s *session) newPingPong(op string, qp, cq uint32, send bool, watch, mark *SGE) (*pingPong, error) {
 	pp := &pingPong{s: s, op: op, qp: qp, cq: cq, send: send, buf: make([]nic.WC, 16), deadline: s.runWait(qp)}
 	err := s.do(func() error {
 		q, ok := s.qps[qp]
@@ -85,9 +88,25 @@ func (s *session) newPingPong(op string, qp, cq uint32, send bool, watch *SGE) (
 			}
 			pp.watch = b
 		}
+		if mark != nil {
+			b, err := s.memByte(mark.Addr, mark.LKey)
+			if err != nil {
+				return fmt.Errorf("%s: %w", op, err)
+			}
+			pp.mark = b
+		}
 		return nil
 	})
 	return pp, err
+}
+
+// lastByte is the last byte of wr's data, nil without data.
+func lastByte(wr *WorkRequest) *SGE {
+	if len(wr.SG) == 0 || wr.SG[len(wr.SG)-1].Length == 0 {
+		return nil
+	}
+	last := wr.SG[len(wr.SG)-1]
+	return &SGE{Addr: last.Addr + uint64(last.Length) - 1, LKey: last.LKey}
 }
 
 // memByte is the byte at addr of the session's region with lkey, in the
@@ -107,24 +126,15 @@ func (s *session) memByte(addr uint64, lkey uint32) ([]byte, error) {
 	return nil, fmt.Errorf("no region with lkey %#x", lkey)
 }
 
-// stamp writes message i's number into the last byte of wr's data, for
-// the peer to watch (perftest's post_buf).
-func (pp *pingPong) stamp(wr *WorkRequest, i int) error {
-	if len(wr.SG) == 0 {
-		return nil
+// stamp writes message i's number into the last byte of the side's
+// WRITE, for the peer to watch (perftest's post_buf). The engine is not
+// touching that byte: message i-1 has completed (settled) and its answer
+// has landed (arrival), and message i is not posted yet; the post that
+// follows hands the byte to the engine's loop.
+func (pp *pingPong) stamp(i int) {
+	if pp.mark != nil {
+		pp.mark[0] = stampOf(i)
 	}
-	last := wr.SG[len(wr.SG)-1]
-	if last.Length == 0 {
-		return nil
-	}
-	return pp.s.do(func() error {
-		b, err := pp.s.memByte(last.Addr+uint64(last.Length)-1, last.LKey)
-		if err != nil {
-			return fmt.Errorf("%s: message %d: %w", pp.op, i, err)
-		}
-		b[0] = stampOf(i)
-		return nil
-	})
 }
 
 // post posts wr (signaled) as the run's next message.
@@ -273,7 +283,7 @@ func (s *session) perfPong(req *Request) (*Response, error) {
 	if p.Recv == nil && p.Watch == nil {
 		return nil, errors.New("perf_pong: a WRITE ping-pong needs watch, the byte the peer's WRITEs end on")
 	}
-	pp, err := s.newPingPong("perf_pong", p.QP, p.CQ, p.Recv != nil, p.Watch)
+	pp, err := s.newPingPong("perf_pong", p.QP, p.CQ, p.Recv != nil, p.Watch, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +317,11 @@ func (s *session) perfPing(p *LatParams) (*Response, error) {
 	if err := pingPongOp(p.WR.Opcode, p.Recv != nil); err != nil {
 		return nil, fmt.Errorf("perf_lat: %w", err)
 	}
-	pp, err := s.newPingPong("perf_lat", p.QP, p.CQ, p.Recv != nil, nil)
+	var mark *SGE
+	if p.Recv == nil {
+		mark = lastByte(&p.WR)
+	}
+	pp, err := s.newPingPong("perf_lat", p.QP, p.CQ, p.Recv != nil, nil, mark)
 	if err != nil {
 		return nil, err
 	}
@@ -321,11 +335,7 @@ func (s *session) perfPing(p *LatParams) (*Response, error) {
 		if err := pp.settled(); err != nil {
 			return nil, err
 		}
-		if p.Recv == nil {
-			if err := pp.stamp(&p.WR, i); err != nil {
-				return nil, err
-			}
-		}
+		pp.stamp(i)
 		t0 := time.Now()
 		if err := pp.post(&p.WR); err != nil {
 			return nil, err
