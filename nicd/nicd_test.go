@@ -465,22 +465,50 @@ func TestPerfRun(t *testing.T) {
 func TestWriteMetrics(t *testing.T) {
 	var b bytes.Buffer
 	w := bufio.NewWriter(&b)
-	WriteMetrics(w, "lab1", "h1", "eth0", &Response{
-		Ports:      []PortCounters{{Port: "eth0", Counters: map[string]uint64{"rx_prio3_pause": 4, "rx_bytes_phy": 9}}},
-		HWCounters: map[string]uint64{"np_cnp_sent": 2},
-		Transport:  map[string]uint64{"tap_gso_frames": 5},
+	WriteMetrics(w, MetricsInfo{Lab: "lab1", Node: "h1", Port: "eth0", Up: true, Dilation: 1}, &Response{
+		Ports: []PortCounters{{Port: "eth0", Counters: map[string]uint64{
+			"rx_prio3_pause": 4, "rx_prio3_pause_duration": 2500000, "rx_prio3_pause_transition": 7,
+			"rx_bytes_phy": 9, "rx_icrc_errors": 3, "rx_global_pause_duration": 1000,
+		}}},
+		HWCounters: map[string]uint64{"np_cnp_sent": 2, "rdma_rx_bytes": 8, "packet_seq_err": 1},
+		Transport:  map[string]uint64{"tap_gso_frames": 5, "link_rx_frames": 6},
 	})
 	w.Flush()
+	out := b.String()
 	for _, want := range []string{
-		"# HELP emu_nic_rx_prio_pause The NIC's ethtool -S counter rx_prio<N>_pause, one series per priority.\n# TYPE emu_nic_rx_prio_pause counter\n",
-		"# HELP emu_nic_rdma_np_cnp_sent The RDMA hw_counter np_cnp_sent (rdma statistic).\n",
-		`emu_nic_rx_prio_pause{lab="lab1",node="h1",port="eth0",priority="3"} 4`,
-		`emu_nic_rx_bytes_phy{lab="lab1",node="h1",port="eth0"} 9`,
-		`emu_nic_rdma_np_cnp_sent{lab="lab1",node="h1",port="eth0"} 2`,
-		`emu_nic_transport_tap_gso_frames{lab="lab1",node="h1",port="eth0"} 5`,
+		// The switch's families, so one query covers both ends of a link.
+		"# TYPE emu_pfc_pause_frames_received_total counter\n",
+		`emu_pfc_pause_frames_received_total{lab="lab1",node="h1",port="eth0",priority="3"} 4`,
+		`emu_pfc_pause_received_seconds_total{lab="lab1",node="h1",port="eth0",priority="3"} 2.5`,
+		`emu_port_received_bytes_total{lab="lab1",node="h1",port="eth0"} 9`,
+		`emu_cnp_sent_total{lab="lab1",node="h1",port="eth0"} 2`,
+		// The rest, node_exporter-style.
+		`emu_nic_received_pause_transition_total{lab="lab1",node="h1",port="eth0",priority="3"} 7`,
+		"# HELP emu_nic_received_pause_transition_total The NIC's ethtool -S counter rx_prio<N>_pause_transition, by priority.\n",
+		`emu_nic_received_icrc_errors_total{lab="lab1",node="h1",port="eth0"} 3`,
+		`emu_nic_received_global_pause_seconds_total{lab="lab1",node="h1",port="eth0"} 0.001`,
+		`emu_nic_rdma_received_bytes_total{lab="lab1",node="h1",port="eth0"} 8`,
+		`emu_nic_rdma_packet_seq_err_total{lab="lab1",node="h1",port="eth0"} 1`,
+		`emu_nic_transport_tap_gso_frames_total{lab="lab1",node="h1",port="eth0"} 5`,
+		`emu_nic_transport_link_received_frames_total{lab="lab1",node="h1",port="eth0"} 6`,
+		`emu_port_up{lab="lab1",node="h1",port="eth0"} 1`,
+		`emu_build_info{lab="lab1",node="h1",daemon="emunic",goversion="`,
+		`emu_time_dilation{lab="lab1",node="h1"} 1`,
 	} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("metrics lack %q:\n%s", want, b.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %q:\n%s", want, out)
+		}
+	}
+	// Every family has HELP and TYPE; every counter ends in _total.
+	for _, l := range strings.Split(out, "\n") {
+		if f, ok := strings.CutPrefix(l, "# TYPE "); ok {
+			name, typ, _ := strings.Cut(f, " ")
+			if typ == "counter" && !strings.HasSuffix(name, "_total") {
+				t.Errorf("counter %s does not end in _total", name)
+			}
+			if !strings.Contains(out, "# HELP "+name+" ") {
+				t.Errorf("%s has no HELP", name)
+			}
 		}
 	}
 }
@@ -542,13 +570,13 @@ func TestStormAndMetrics(t *testing.T) {
 		body = string(bb)
 		var n uint64
 		for _, l := range strings.Split(body, "\n") {
-			if strings.HasPrefix(l, `emu_nic_rx_prio_pause{lab="b2b",node="h2",port="eth0",priority="3"} `) {
+			if strings.HasPrefix(l, `emu_pfc_pause_frames_received_total{lab="b2b",node="h2",port="eth0",priority="3"} `) {
 				fmt.Sscan(l[strings.LastIndexByte(l, ' ')+1:], &n)
 			}
 		}
 		return n >= 3
 	})
-	if !strings.Contains(body, "\nemu_nic_time_dilation{lab=\"b2b\",node=\"h2\",port=\"eth0\"} 1\n") {
+	if !strings.Contains(body, "\nemu_time_dilation{lab=\"b2b\",node=\"h2\"} 1\n") {
 		t.Errorf("no time dilation gauge in the metrics:\n%s", body)
 	}
 	// Priority 3 was paused (PFC is honoured on 3 by default) for a

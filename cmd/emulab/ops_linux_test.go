@@ -362,7 +362,7 @@ func testOpsBackToBack(t *testing.T, e *upEnv) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if want := fmt.Sprintf(`emu_nic_rx_packets_phy{lab=%q,node=%q,port="eth0"}`, l.name, h); !strings.Contains(string(body), want) {
+		if want := fmt.Sprintf(`emu_port_received_packets_total{lab=%q,node=%q,port="eth0"}`, l.name, h); !strings.Contains(string(body), want) {
 			t.Errorf("%s's /metrics lacks %s:\n%.600s", h, want, body)
 		}
 	}
