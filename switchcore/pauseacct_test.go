@@ -91,3 +91,56 @@ func TestRxPauseDurationCountsOnlyPausedTime(t *testing.T) {
 		})
 	}
 }
+
+// TestTxPauseDurationLive: tx_prioN_pause_duration grows while XOFF is
+// asserted, read at any time (it used to move only at the XON, so a
+// long pause read 0 all along and then jumped), and not while the port's
+// link is down, when no pause is sent.
+func TestTxPauseDurationLive(t *testing.T) {
+	s, clk, pool := newTestSwitch(t, bufferConfig(1_000_000, -3, 1<<20))
+	s.Attach(0, &sink{clk: clk})
+	var xonT clock.Time
+	s.SetTrace(func(ev TraceEvent) {
+		if ev.Kind == TraceXon {
+			xonT = ev.At
+		}
+	})
+	for !s.XoffSent(0, 3) {
+		deliver(s, clk, 0, roce(26).build(pool))
+	}
+	us := clock.Microsecond
+	start := clk.now
+	dur := func() clock.Time { return clock.Time(s.Counters(0).Prio[3].TxPauseDurationPs) }
+	for _, step := range []struct {
+		at   clock.Time
+		link int // 1 up, -1 down, 0 unchanged, before the check
+		want clock.Time
+	}{
+		{100 * us, 0, 100 * us},
+		{150 * us, 0, 150 * us},
+		{150 * us, -1, 150 * us},
+		{400 * us, 0, 150 * us}, // down: no pause on the wire
+		{400 * us, 1, 150 * us},
+		{450 * us, 0, 200 * us},
+	} {
+		clk.runUntil(start + step.at)
+		if step.link != 0 {
+			s.SetPortUp(0, step.link > 0)
+		}
+		if got := dur(); got != step.want {
+			t.Errorf("at %v (link step %d): tx_prio3_pause_duration %v, want %v", step.at, step.link, got, step.want)
+		}
+	}
+	s.Attach(1, &sink{clk: clk})
+	clk.runUntil(clk.now + 100*us)
+	if s.XoffSent(0, 3) || xonT == 0 {
+		t.Fatal("no XON after draining")
+	}
+	if got, want := dur(), 200*us+xonT-(start+450*us); got != want {
+		t.Errorf("after XON: tx_prio3_pause_duration %v, want %v", got, want)
+	}
+	clk.runUntil(clk.now + 100*us)
+	if got, want := dur(), 200*us+xonT-(start+450*us); got != want {
+		t.Errorf("after XON, later: tx_prio3_pause_duration %v, want %v", got, want)
+	}
+}

@@ -47,17 +47,28 @@ func (s *Switch) sendXoff(p *port, pg int) {
 func (s *Switch) sendXon(p *port, pg int) {
 	g := &p.pg[pg]
 	g.xoff = false
-	now := s.clk.Now()
-	for prio := range NumPriorities {
-		if g.prios&(1<<prio) != 0 && p.xoffPrios&(1<<prio) != 0 {
-			p.c.Prio[prio].TxPauseDurationPs += int64(now - p.xoffSince[prio])
-		}
-	}
+	s.accrueXoff(p, g.prios, s.clk.Now())
 	p.xoffPrios &^= g.prios
 	s.sendPFC(p, g.prios, 0)
 	s.emit(TraceEvent{Kind: TraceXon, Port: p.idx, Prio: pg, Bytes: g.used + g.hdrm})
 	if p.xoffPrios == 0 {
 		p.refreshTimer.Stop()
+	}
+}
+
+// accrueXoff adds the time XOFF was asserted for prios up to now to their
+// tx_prioN_pause_duration, and counts on from now. Only while the link is
+// up: a port that is down sends no pause (setPortUp accrues at the cut
+// and starts counting again when the link returns, XOFF still asserted).
+func (s *Switch) accrueXoff(p *port, prios uint8, now clock.Time) {
+	if !p.up {
+		return
+	}
+	for prio := range NumPriorities {
+		if prios&p.xoffPrios&(1<<prio) != 0 {
+			p.c.Prio[prio].TxPauseDurationPs += int64(now - p.xoffSince[prio])
+			p.xoffSince[prio] = now
+		}
 	}
 }
 

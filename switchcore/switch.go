@@ -246,7 +246,15 @@ func (s *Switch) StartPortDown(port int) {
 }
 
 func (s *Switch) setPortUp(p *port, port int, up bool) {
+	if !up {
+		s.accrueXoff(p, p.xoffPrios, s.clk.Now())
+	}
 	p.up = up
+	if up {
+		for prio := range NumPriorities {
+			p.xoffSince[prio] = s.clk.Now()
+		}
+	}
 	if s.sma != nil {
 		// The SMA sees the physical link change now, not at its next
 		// SMP: down takes the port Down, up to Init, and either raises
@@ -302,8 +310,8 @@ func (s *Switch) HoldTx(port int, hold bool) {
 	}
 }
 
-// Counters returns the port's counters, with pause durations brought up to
-// now. The pointer stays valid; the switch keeps updating it.
+// Counters returns the port's counters, with pause durations (received
+// and asserted) brought up to now. The pointer stays valid; the switch keeps updating it.
 func (s *Switch) Counters(port int) *PortCounters {
 	p := &s.ports[port]
 	now := s.clk.Now()
@@ -311,6 +319,7 @@ func (s *Switch) Counters(port int) *PortCounters {
 		s.accruePause(p, q, now)
 	}
 	s.accrueGlobalPause(p, now)
+	s.accrueXoff(p, p.xoffPrios, now)
 	return &p.c
 }
 
