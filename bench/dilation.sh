@@ -69,11 +69,11 @@ for p in "${PAIRS[@]}"; do
 	YAML
 	emulab up -q --state-dir "$state" --hosts nic "$tmp/$lab.yaml" >/dev/null
 	for r in $(seq 1 "$RUNS"); do
-		m0=$(stat1 sw1:p2 rx_prio3_marked)
+		m0=$(stat1 sw1:p2 tx_prio3_ecn_marked)
 		c0=$(stat1 h1 rp_cnp_handled --hw)
 		row=$(emulab perf --state-dir "$state" write_bw "$lab/h1" "$lab/h2" -s 65536 -n "$ITERS" --report_gbits |
 			awk '/^ *#bytes/ { getline; print $4, $3 }')
-		m1=$(stat1 sw1:p2 rx_prio3_marked)
+		m1=$(stat1 sw1:p2 tx_prio3_ecn_marked)
 		c1=$(stat1 h1 rp_cnp_handled --hw)
 		read -r avg peak <<<"$row"
 		wall=$(awk -v a="$avg" -v d="$dil" 'BEGIN { printf "%.2f", a / d }')

@@ -377,7 +377,7 @@ type PrioCounters struct {
 	RxPauseDurationPs  int64  // rx_prioN_pause_duration (reported in microseconds)
 	TxPause            uint64 // tx_prioN_pause: PFC frames sent with this priority XOFF
 	TxPauseDurationPs  int64  // tx_prioN_pause_duration (microseconds)
-	ECNMarked          uint64 // ecn_marked (rx_prioN_marked in mlx5 terms)
+	ECNMarked          uint64 // tx_prioN_ecn_marked: CE-marked by this egress queue (SONiC WRED_ECN_MARKED per queue; not mlx5's rx_prioN_marked, which counts marked frames received)
 	// PG (index = PG) and queue (index = queue) watermarks in bytes.
 	PGSharedWatermark   int    // pg_shared_watermark
 	PGHeadroomWatermark int    // pg_headroom_watermark

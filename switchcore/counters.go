@@ -40,7 +40,7 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 		fn(n("rx_prio%d_pause_transition"), p.RxPauseTransition)
 		fn(n("tx_prio%d_pause"), p.TxPause)
 		fn(n("tx_prio%d_pause_duration"), uint64(p.TxPauseDurationPs/int64(clock.Microsecond)))
-		fn(n("rx_prio%d_marked"), p.ECNMarked)
+		fn(n("tx_prio%d_ecn_marked"), p.ECNMarked)
 		fn(n("pg%d_shared_watermark"), uint64(p.PGSharedWatermark))
 		fn(n("pg%d_headroom_watermark"), uint64(p.PGHeadroomWatermark))
 		fn(n("pg%d_headroom_overflow"), p.HeadroomOverflow)

@@ -126,7 +126,7 @@ func TestWriteEthtoolOrder(t *testing.T) {
 func TestWriteSwitchTable(t *testing.T) {
 	n := &lab.NodeInfo{Name: "sw1", Kind: lab.KindSwitch, Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:eth0"}}}
 	ports := []lab.PortCounterSet{
-		{Port: "p1", Counters: map[string]uint64{"rx_packets_phy": 11, "tx_packets_phy": 12, "rx_prio3_marked": 4, "rx_prio5_marked": 1,
+		{Port: "p1", Counters: map[string]uint64{"rx_packets_phy": 11, "tx_packets_phy": 12, "tx_prio3_ecn_marked": 4, "tx_prio5_ecn_marked": 1,
 			"drop_no_route": 2, "prio3_drop_no_route": 2, "headroom_overflow": 7, "pg3_headroom_overflow": 7, "tx_prio3_pause": 6, "tx_prio3_pause_duration": 70, "rx_prio3_packets": 10,
 			"link_loss_tx": 1, "link_queue_drop": 2}},
 		{Port: "p2", Counters: map[string]uint64{}},
@@ -687,7 +687,7 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 		}
 	}
 	for p := range 8 {
-		for _, f := range []string{"rx_prio%d_pause", "tx_prio%d_pause", "rx_prio%d_pause_duration", "rx_prio%d_marked"} {
+		for _, f := range []string{"rx_prio%d_pause", "tx_prio%d_pause", "rx_prio%d_pause_duration", "tx_prio%d_ecn_marked"} {
 			if k := strings.Replace(f, "%d", strconv.Itoa(p), 1); !hasKey(pm, k) {
 				t.Errorf("stats sw1:p1 lacks %s", k)
 			}

@@ -241,7 +241,7 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 		"no priority of any port counted anything yet", func(m map[string]uint64, prio int) []uint64 {
 			k := func(f string) uint64 { return m[fmt.Sprintf(f, prio)] }
 			return []uint64{k("rx_prio%d_packets"), k("tx_prio%d_packets"), k("rx_prio%d_pause"), k("rx_prio%d_pause_duration"),
-				k("tx_prio%d_pause"), k("tx_prio%d_pause_duration"), k("rx_prio%d_marked"),
+				k("tx_prio%d_pause"), k("tx_prio%d_pause_duration"), k("tx_prio%d_ecn_marked"),
 				sumPrefix(m, fmt.Sprintf("prio%d_drop_", prio)), k("queue%d_watermark")}
 		})
 }
@@ -348,11 +348,11 @@ func sumVL(m map[string]uint64, format string) uint64 {
 	return n
 }
 
-// sumMarked adds a port's per-priority ECN marks (rx_prio<p>_marked).
+// sumMarked adds a port's per-priority ECN marks (tx_prio<p>_ecn_marked).
 func sumMarked(m map[string]uint64) uint64 {
 	var s uint64
 	for prio := range switchcore.NumPriorities {
-		s += m[fmt.Sprintf("rx_prio%d_marked", prio)]
+		s += m[fmt.Sprintf("tx_prio%d_ecn_marked", prio)]
 	}
 	return s
 }
