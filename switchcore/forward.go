@@ -42,6 +42,19 @@ func (t *fdb) learn(src wire.MAC, port int) {
 	t.m[src] = fdbEntry{port: port}
 }
 
+// forgetPort removes the entries learned on port, whose link went down:
+// the hosts behind it are now reached some other way, or not at all, and
+// a frame for one must not wait for the entry to be learned over (IEEE
+// 802.1Q 8.8.3: a port leaving the forwarding state flushes its dynamic
+// entries). Static entries stay.
+func (t *fdb) forgetPort(port int) {
+	for mac, e := range t.m {
+		if !e.static && e.port == port {
+			delete(t.m, mac)
+		}
+	}
+}
+
 // Learn records that src was seen on port, as Receive does for every
 // frame it takes (when MAC learning is on): a driver that floods
 // broadcast and multicast itself, outside the engine, calls it for the
@@ -73,10 +86,19 @@ type lpm struct {
 	v6     [129]map[[16]byte]int32
 	v6lens []int
 	routes []Route
+	// live[i] is route i's next hops whose links are up (refreshLive):
+	// ECMP hashes over them, as a switch takes a member out of its ECMP
+	// group when the member's link goes down, so a cut uplink costs the
+	// frames on the wire, not every flow hashed onto it.
+	live [][]int
 }
 
 func (t *lpm) init(routes []Route) error {
 	t.routes = routes
+	t.live = make([][]int, len(routes))
+	for i, r := range routes {
+		t.live[i] = make([]int, 0, len(r.Ports))
+	}
 	for i, r := range routes {
 		pfx := r.Prefix.Masked()
 		bits := pfx.Bits()
@@ -112,6 +134,29 @@ func (t *lpm) init(routes []Route) error {
 	slices.Sort(t.v6lens)
 	slices.Reverse(t.v6lens)
 	return nil
+}
+
+// refreshLive recomputes every route's live next hops from the ports'
+// link states.
+func (t *lpm) refreshLive(up func(port int) bool) {
+	for i, r := range t.routes {
+		live := t.live[i][:0]
+		for _, p := range r.Ports {
+			if up(p) {
+				live = append(live, p)
+			}
+		}
+		t.live[i] = live
+	}
+}
+
+// nextHops is route i's ECMP group: its live next hops, or all of them
+// when none is up (the frame then meets a down link and is counted there).
+func (t *lpm) nextHops(i int) []int {
+	if live := t.live[i]; len(live) > 0 {
+		return live
+	}
+	return t.routes[i].Ports
 }
 
 func (t *lpm) lookup4(dst [4]byte) int {

@@ -1,6 +1,8 @@
 package switchcore
 
 import (
+	"encoding/binary"
+
 	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/wire"
 )
@@ -145,7 +147,7 @@ func parseFlow(et uint16, off int, l3 []byte, k *flowKey) bool {
 	var l4 []byte
 	if et == wire.EtherTypeIPv4 {
 		ip := wire.IPv4(l3)
-		if ip.Validate(off) != nil {
+		if ip.ValidateHeader(off) != nil { // a router forwards fragments
 			return false
 		}
 		src, dst := ip.Src(), ip.Dst()
@@ -155,6 +157,12 @@ func parseFlow(et uint16, off int, l3 []byte, k *flowKey) bool {
 		k.v4 = true
 		k.proto = ip.Protocol()
 		l4 = l3[ip.HeaderLen():ip.TotalLength()]
+		if ip.MF() || ip.FragmentOffset() != 0 {
+			// A fragment: only the first carries the ports, so every
+			// fragment of a datagram hashes on the addresses alone and
+			// they all take one path (no reordering across paths).
+			return true
+		}
 	} else {
 		ip := wire.IPv6(l3)
 		if ip.Validate(off) != nil {
@@ -164,12 +172,19 @@ func parseFlow(et uint16, off int, l3 []byte, k *flowKey) bool {
 		k.proto = ip.NextHeader()
 		l4 = l3[wire.IPv6Size : wire.IPv6Size+int(ip.PayloadLength())]
 	}
-	if k.proto == wire.IPProtoUDP {
+	switch k.proto {
+	case wire.IPProtoUDP:
 		u := wire.UDP(l4)
 		if len(u) < wire.UDPSize {
 			return false
 		}
 		k.sport, k.dport = u.SrcPort(), u.DstPort()
+	case wire.IPProtoTCP, wire.IPProtoSCTP:
+		// Their ports are where UDP's are: each TCP connection takes its
+		// own path, as a switch's 5-tuple ECMP hash spreads them.
+		if len(l4) >= 4 {
+			k.sport, k.dport = binary.BigEndian.Uint16(l4), binary.BigEndian.Uint16(l4[2:])
+		}
 	}
 	return true
 }
@@ -190,7 +205,7 @@ func (s *Switch) forward(inPort int, l2 *wire.L2, isIP bool, k *flowKey) (int, b
 			i = s.lpm.lookup6(k.dst)
 		}
 		if i >= 0 {
-			ports := s.lpm.routes[i].Ports
+			ports := s.lpm.nextHops(i)
 			if len(ports) == 1 {
 				return ports[0], true
 			}

@@ -114,6 +114,7 @@ func New(cfg *Config, clk clock.Clock, pool *frame.Pool) (*Switch, error) {
 	if err := s.lpm.init(s.cfg.Routes); err != nil {
 		return nil, fmt.Errorf("switch %q: %w", cfg.Name, err)
 	}
+	s.lpm.refreshLive(func(i int) bool { return s.ports[i].up })
 	if cfg.PFCWD.Enabled && cfg.Fabric == FabricEthernet {
 		s.wdTimer = clk.NewTimer(s.pollWatchdog)
 		s.wdTimer.Reset(clk.Now() + cfg.PFCWD.PollInterval)
@@ -250,6 +251,10 @@ func (s *Switch) setPortUp(p *port, port int, up bool) {
 		s.accrueXoff(p, p.xoffPrios, s.clk.Now())
 	}
 	p.up = up
+	s.lpm.refreshLive(func(i int) bool { return s.ports[i].up })
+	if !up {
+		s.fdb.forgetPort(port)
+	}
 	if up {
 		for prio := range NumPriorities {
 			p.xoffSince[prio] = s.clk.Now()

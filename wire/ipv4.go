@@ -20,7 +20,9 @@ type IPv4 []byte
 const (
 	IPv4MinSize = 20
 	IPv6Size    = 40
+	IPProtoTCP  = 6
 	IPProtoUDP  = 17
+	IPProtoSCTP = 132
 
 	ipv4TOS      = 1
 	ipv4TotalLen = 2
@@ -153,6 +155,18 @@ func (b IPv4) updateChecksum(old, nw uint16) {
 // offset is the header's position in the frame, for error messages.
 // RoCEv2 datagrams are never fragmented, so fragments are unsupported.
 func (b IPv4) Validate(offset int) error {
+	if err := b.ValidateHeader(offset); err != nil {
+		return err
+	}
+	if b.MF() || b.FragmentOffset() != 0 {
+		return Errorf("IPv4", "FragmentOffset", offset, ReasonUnsupported, "fragmented datagram")
+	}
+	return nil
+}
+
+// ValidateHeader is Validate for a router, which forwards fragments: the
+// header's version, lengths and checksum, whatever the fragment fields.
+func (b IPv4) ValidateHeader(offset int) error {
 	if len(b) < IPv4MinSize {
 		return Truncated("IPv4", "Version", offset, IPv4MinSize, len(b))
 	}
@@ -175,9 +189,6 @@ func (b IPv4) Validate(offset int) error {
 	}
 	if !b.IsChecksumValid() {
 		return Errorf("IPv4", "HeaderChecksum", offset, ReasonChecksum, "stored 0x%04x, computed 0x%04x", b.Checksum(), b.CalculateChecksum())
-	}
-	if b.MF() || b.FragmentOffset() != 0 {
-		return Errorf("IPv4", "FragmentOffset", offset, ReasonUnsupported, "fragmented datagram")
 	}
 	return nil
 }
