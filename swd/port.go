@@ -292,7 +292,7 @@ func (p *swPort) ingress(f *frame.Frame) {
 	d := p.d
 	b := f.Data
 	if !d.ib && len(b) >= wire.EthernetSize && b[0]&1 != 0 && !linkLocal(b) {
-		d.sw.CountFlooded(p.idx, false, len(b))
+		d.sw.CountFlooded(p.idx, false, b)
 		if p.noFlood {
 			if len(p.caps) > 0 {
 				d.capture(p, dirRx, b, "not flooded: arrived on a --no-flood port")
@@ -315,7 +315,7 @@ func (p *swPort) ingress(f *frame.Frame) {
 			}
 			c := f.Clone()
 			q.st.FloodTx++
-			d.sw.CountFlooded(q.idx, true, len(b))
+			d.sw.CountFlooded(q.idx, true, b)
 			if len(q.caps) > 0 {
 				d.capture(q, dirTx, c.Data, "flooded (broadcast/multicast)")
 			}

@@ -24,7 +24,7 @@
 //	func (s *Switch) SetPortUp(port int, up bool)
 //	func (s *Switch) StartPortDown(port int)                    // down, no link_down event counted
 //	func (s *Switch) Learn(port int, src wire.MAC)              // a sender seen outside the engine
-//	func (s *Switch) CountFlooded(port int, tx bool, n int)     // a frame the owner flooded, in the _phy counters
+//	func (s *Switch) CountFlooded(port int, tx bool, b []byte)  // a frame the owner flooded, in the port and priority counters
 //	func (s *Switch) Ports() int
 //	func (s *Switch) Name() string
 //	func (s *Switch) PortIndex(name string) int

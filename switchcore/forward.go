@@ -63,19 +63,42 @@ func (t *fdb) forgetPort(port int) {
 func (s *Switch) Learn(port int, src wire.MAC) { s.fdb.learn(src, port) }
 
 // CountFlooded counts in a port's MAC counters (rx_packets_phy and
-// rx_bytes_phy, or tx_...) a frame of n bytes that its owner received on
-// the port or sent from it outside the engine: the broadcast and multicast
-// a real-time switch floods itself (swd). The port's MAC saw the frame
-// whoever forwarded it.
-func (s *Switch) CountFlooded(port int, tx bool, n int) {
+// rx_bytes_phy, or tx_...) and in its priority's (rx_prioN_packets ...) a
+// frame that its owner received on the port or sent from it outside the
+// engine: the broadcast and multicast a real-time switch floods itself
+// (swd). The port's MAC saw the frame whoever forwarded it, and a port's
+// per-priority counters add up to its port counters, as mlx5's do.
+func (s *Switch) CountFlooded(port int, tx bool, b []byte) {
 	c := &s.ports[port].c
+	n := uint64(len(b))
+	pc := &c.Prio[s.classify(b)]
 	if tx {
 		c.TxPacketsPhy++
-		c.TxBytesPhy += uint64(n)
+		c.TxBytesPhy += n
+		pc.TxPackets++
+		pc.TxBytes += n
 		return
 	}
 	c.RxPacketsPhy++
-	c.RxBytesPhy += uint64(n)
+	c.RxBytesPhy += n
+	pc.RxPackets++
+	pc.RxBytes += n
+}
+
+// classify is the traffic class Receive gives a frame: by DSCP under DSCP
+// trust, else by the 802.1Q PCP, else 0.
+func (s *Switch) classify(b []byte) uint8 {
+	var l2 wire.L2
+	if wire.DecodeEthernet(b, &l2) != nil {
+		return 0
+	}
+	if s.cfg.Trust == TrustDSCP && (l2.EtherType == wire.EtherTypeIPv4 || l2.EtherType == wire.EtherTypeIPv6) && len(b) > l2.HdrLen+1 {
+		return s.cfg.DSCPToTC[wire.IPDSCP(b[l2.HdrLen:])]
+	}
+	if l2.Tagged {
+		return s.cfg.Dot1pToTC[l2.PCP]
+	}
+	return 0
 }
 
 // lpm is a longest-prefix-match table: one hash map per prefix length,

@@ -381,3 +381,22 @@ func TestForwardsIPv4Fragments(t *testing.T) {
 		t.Errorf("%d of 3 fragments forwarded, drops %+v", len(out.frames), s.Counters(0).Drops)
 	}
 }
+
+// TestCountFloodedByPriority: a frame its owner floods counts in the
+// port's priority counters as well as its MAC counters, so that the
+// priorities add up to the port (they used to miss every ARP).
+func TestCountFloodedByPriority(t *testing.T) {
+	s, _, pool := newTestSwitch(t, testConfig(2, 100e9))
+	arp := make([]byte, 60)
+	wire.EncodeEthernet(arp, &wire.EthernetFields{Dst: wire.MAC{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF}, Src: macA, EtherType: 0x0806})
+	s.CountFlooded(0, false, arp)
+	f := roce(26).build(pool) // DSCP 26: priority 3 under the default DSCP trust
+	s.CountFlooded(1, true, f.Data)
+	c0, c1 := s.Counters(0), s.Counters(1)
+	if c0.RxPacketsPhy != 1 || c0.Prio[0].RxPackets != 1 || c0.Prio[0].RxBytes != 60 {
+		t.Errorf("rx: phy %d, prio0 %d packets %d bytes", c0.RxPacketsPhy, c0.Prio[0].RxPackets, c0.Prio[0].RxBytes)
+	}
+	if c1.TxPacketsPhy != 1 || c1.Prio[3].TxPackets != 1 || c1.Prio[3].TxBytes != uint64(len(f.Data)) {
+		t.Errorf("tx: phy %d, prio3 %d packets", c1.TxPacketsPhy, c1.Prio[3].TxPackets)
+	}
+}
