@@ -34,6 +34,14 @@ func MaxFrameBytes(f Fabric, mtu int) int {
 // (SONiC's usual names), which a lab file may reference without defining
 // them. An entry of the same name in the file replaces the built-in one.
 // docs/lab-file.md lists their values.
+const (
+	// losslessPGProfile is the built-in lossless PG profile, bound to PGs
+	// 3 and 4 (builtinLosslessPGs) of every port unless the file binds
+	// them (BUFFER_PG).
+	losslessPGProfile        = "pg_lossless_profile"
+	builtinLosslessPGs uint8 = 1<<3 | 1<<4
+)
+
 var (
 	builtinPools = map[string]*BufferPool{
 		"ingress_lossless_pool": {Name: "ingress_lossless_pool", Type: PoolIngress, Mode: PoolDynamic},
@@ -41,8 +49,9 @@ var (
 		"egress_lossless_pool":  {Name: "egress_lossless_pool", Type: PoolEgress, Mode: PoolDynamic},
 		"egress_lossy_pool":     {Name: "egress_lossy_pool", Type: PoolEgress, Mode: PoolDynamic},
 	}
-	// builtinProfiles maps each built-in profile to its pool. The switch
-	// sizes pg_lossless_profile's headroom from the port speed.
+	// builtinProfiles maps each built-in profile to its pool. Unless the
+	// file defines pg_lossless_profile, the switch sizes each port's
+	// lossless headroom from its speed and its link's delay.
 	builtinProfiles = map[string]string{
 		"pg_lossless_profile":     "ingress_lossless_pool",
 		"ingress_lossy_profile":   "ingress_lossy_pool",
@@ -187,6 +196,26 @@ func (d *decoder) validateQoS(s *Spec, sw *Node) {
 	}
 	for _, b := range q.BufferPG {
 		checkBinding(b, "BUFFER_PG", PoolIngress)
+	}
+	// Ports whose lossless PGs keep the built-in binding (PG 3-4 to
+	// pg_lossless_profile) while the file redefines that profile: its xoff
+	// must hold for them too (only the file's own bindings were checked).
+	if bp, ok := q.BufferProfiles[losslessPGProfile]; ok {
+		bound := make([]uint8, len(sw.Ports))
+		for _, b := range q.BufferPG {
+			for _, p := range bindingPorts(sw, b.Ports, b.PortNames) {
+				bound[p.Index] |= b.IDs
+			}
+		}
+		implicit := BufferBinding{Profile: losslessPGProfile, PortNames: []string{}, path: bp.path}
+		for i := range sw.Ports {
+			if bound[i]&builtinLosslessPGs != builtinLosslessPGs {
+				implicit.Ports = append(implicit.Ports, i)
+			}
+		}
+		if len(implicit.Ports) > 0 {
+			checkBinding(implicit, "BUFFER_PG", PoolIngress)
+		}
 	}
 	for _, b := range q.BufferQueue {
 		checkBinding(b, "BUFFER_QUEUE", PoolEgress)

@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"net/netip"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/switchcore"
 )
@@ -229,7 +230,44 @@ func SwitchConfig(spec *lab.Spec, n *lab.Node, seed uint64) (*switchcore.Config,
 			return nil, fmt.Errorf("sim: switch %s: %w", n.Name, err)
 		}
 	}
+	if !ib && (n.QoS == nil || n.QoS.BufferProfiles[switchcore.LosslessPGProfile] == nil) {
+		sizeBuiltinHeadroom(cfg, n)
+	}
 	return cfg, nil
+}
+
+// sizeBuiltinHeadroom gives each port whose lossless PGs use the built-in
+// pg_lossless_profile (the file does not define it) a headroom sized for
+// its own link, as SONiC's buffer manager makes a profile per port speed
+// and cable length (pg_lossless_<speed>_<cable>m_profile): the built-in
+// profile is sized for 300 m of cable at the switch's first port's speed,
+// and a longer link, or a faster port, overflowed it (headroom_overflow
+// on a parking lot whose links were 10 us long, with no warning).
+func sizeBuiltinHeadroom(cfg *switchcore.Config, n *lab.Node) {
+	base := cfg.BufferProfiles[switchcore.LosslessPGProfile]
+	for i, lp := range n.Ports {
+		pc := &cfg.Ports[i]
+		if lp.Link == nil {
+			continue
+		}
+		// A metre of cable is 5 ns one way (the built-in's 300 m is 1.5 us).
+		cable := max(300, int(lp.Link.Delay/(5*clock.Nanosecond)))
+		xoff := switchcore.LosslessHeadroom(pc.Speed, cable, pc.MTU+18)
+		if xoff <= base.Xoff {
+			continue
+		}
+		name := fmt.Sprintf("pg_lossless_%d_%dm_profile", pc.Speed/1_000_000, cable)
+		if cfg.BufferProfiles[name] == nil {
+			bp := *base
+			bp.Xoff = xoff
+			cfg.BufferProfiles[name] = &bp
+		}
+		for pg := range switchcore.NumPriorities {
+			if pc.BufferPG[pg] == switchcore.LosslessPGProfile {
+				pc.BufferPG[pg] = name
+			}
+		}
+	}
 }
 
 func applyIB(c *switchcore.IBConfig, ibc *lab.IBConfig) {

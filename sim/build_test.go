@@ -165,3 +165,41 @@ func TestBuildFromIBLab(t *testing.T) {
 		t.Fatalf("drops %d %v, rx %d", drops, by, rx)
 	}
 }
+
+// TestBuiltinHeadroomFollowsTheLink: a switch whose lossless PGs use the
+// built-in profile gets, per port, a headroom for that port's speed and
+// link delay (SONiC's per-speed, per-cable profiles): the built-in one
+// is sized for 300 m of cable, and a 10 us link (2 km) overflowed it.
+func TestBuiltinHeadroomFollowsTheLink(t *testing.T) {
+	spec, err := lab.Parse("t.yaml", []byte(`
+name: t
+topology:
+  defaults: {rate: 100G, delay: 1us, mtu: 4200}
+  nodes:
+    sw1: {kind: switch, ports: 2}
+    h1: {kind: nic}
+    h2: {kind: nic}
+  links:
+    - endpoints: ["h1:eth0", "sw1:p1"]
+    - endpoints: ["h2:eth0", "sw1:p2"]
+      delay: 10us
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := SwitchConfig(spec, spec.Node("sw1"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, p2 := cfg.Ports[0], cfg.Ports[1]
+	if p1.BufferPG[3] != switchcore.LosslessPGProfile {
+		t.Errorf("p1 (1 us, within 300 m): PG 3 bound to %q, want the built-in", p1.BufferPG[3])
+	}
+	name := "pg_lossless_100000_2000m_profile"
+	if p2.BufferPG[3] != name || p2.BufferPG[4] != name {
+		t.Fatalf("p2 (10 us): PGs 3, 4 bound to %q, %q, want %s", p2.BufferPG[3], p2.BufferPG[4], name)
+	}
+	if got, need := cfg.BufferProfiles[name].Xoff, switchcore.HeadroomForDelay(100e9, 10*clock.Microsecond, 4218); got < need {
+		t.Errorf("%s: xoff %d, below the %d bytes a 10 us link has in flight", name, got, need)
+	}
+}
