@@ -95,6 +95,9 @@ func (d *decoder) validate(s *Spec) {
 		if n.Kind == KindSwitch && n.QoS != nil {
 			d.validateQoS(s, n)
 		}
+		if n.Kind == KindSwitch && n.PFCRefresh > 0 && s.Fabric != FabricIB {
+			d.validatePFCRefresh(n)
+		}
 		if n.Storm != nil && s.Fabric == FabricIB {
 			d.errorf("topology.nodes."+n.Name+".pfc_storm", "PFC is Ethernet; IB links have credits")
 		}
@@ -116,6 +119,37 @@ func (d *decoder) validate(s *Spec) {
 		d.validateFlow(s, f)
 	}
 	d.validateRDMA(s)
+}
+
+// validatePFCRefresh checks a switch's pfc_refresh against each port's
+// link: shorter than the pause its XOFF asks for (or the peer resumes
+// between refreshes), and no shorter than one PFC frame on the wire (a
+// refresh per frame time keeps the port busy with nothing but PFC).
+func (d *decoder) validatePFCRefresh(n *Node) {
+	const quantumBits = 512 // IEEE 802.3 Annex 31B: a pause quantum is 512 bit times
+	const pfcFrameBits = 64 * 8
+	quanta := uint64(n.PFCQuanta)
+	if quanta == 0 {
+		quanta = 0xFFFF
+	}
+	path := "topology.nodes." + n.Name + ".pfc_refresh"
+	for _, p := range n.Ports {
+		if p.Link == nil || p.Link.Rate == 0 {
+			continue
+		}
+		bitTime := float64(clock.Second) / float64(p.Link.Rate) // bits * ps overflow uint64
+		pause := clock.Time(float64(quanta*quantumBits) * bitTime)
+		frame := clock.Time(pfcFrameBits * bitTime)
+		switch {
+		case n.PFCRefresh >= pause:
+			d.errorf(path, "%v is not shorter than the pause an XOFF asks for on %s (%d quanta at %s: %v): the peer would resume between refreshes",
+				n.PFCRefresh, p, quanta, FormatRate(p.Link.Rate), pause)
+			return
+		case n.PFCRefresh < frame:
+			d.errorf(path, "%v is shorter than one PFC frame on %s (%v at %s)", n.PFCRefresh, p, frame, FormatRate(p.Link.Rate))
+			return
+		}
+	}
 }
 
 // validateQoS checks a switch's effective QoS: every reference resolves,

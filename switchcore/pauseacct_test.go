@@ -144,3 +144,27 @@ func TestTxPauseDurationLive(t *testing.T) {
 		t.Errorf("after XON, later: tx_prio3_pause_duration %v, want %v", got, want)
 	}
 }
+
+// TestPFCRefreshShorterThanAFrame: a refresh period below one PFC frame's
+// wire time queues no more than one refresh at a time (it queued one per
+// period, faster than the port sent them: a simulation with pfc_refresh
+// 1ns ran out of memory).
+func TestPFCRefreshShorterThanAFrame(t *testing.T) {
+	c := bufferConfig(1_000_000, -3, 1<<20)
+	c.PFCRefresh = clock.Picosecond
+	s, clk, pool := newTestSwitch(t, c)
+	up := &sink{clk: clk}
+	s.Attach(0, up)
+	for !s.XoffSent(0, 3) {
+		deliver(s, clk, 0, roce(26).build(pool))
+	}
+	const span = 10 * clock.Microsecond
+	clk.runUntil(clk.now + span)
+	if n := s.ports[0].ctrl.len(); n > 1 {
+		t.Errorf("%d PFC frames queued", n)
+	}
+	// At most one per PFC frame time on the wire (4.8 ns at 100G).
+	if max := uint64(span/clock.SerializationTime(wire.MACControlFrameSize, 100e9)) + 2; s.Counters(0).Prio[3].TxPause > max {
+		t.Errorf("%d XOFF frames in %v, more than the wire carries (%d)", s.Counters(0).Prio[3].TxPause, span, max)
+	}
+}

@@ -73,11 +73,17 @@ func (s *Switch) accrueXoff(p *port, prios uint8, now clock.Time) {
 }
 
 // refreshXoff re-sends XOFF for every priority still asserted on p.
+// A refresh is skipped while a PFC frame still waits in the control
+// queue: it pauses the peer when it goes, and a refresh period shorter
+// than a PFC frame's wire time would otherwise queue frames faster than
+// the port sends them, without bound.
 func (s *Switch) refreshXoff(p *port) {
 	if p.xoffPrios == 0 {
 		return
 	}
-	s.sendPFC(p, p.xoffPrios, s.pfcQuanta)
+	if p.ctrl.len() == 0 {
+		s.sendPFC(p, p.xoffPrios, s.pfcQuanta)
+	}
 	p.refreshTimer.Reset(s.clk.Now() + s.refreshPeriod(p))
 }
 
