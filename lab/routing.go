@@ -136,7 +136,11 @@ func (s *Spec) precomputeHops() {
 	}
 }
 
-func (s *Spec) computeHopCounts(dst *Node) []int {
+func (s *Spec) computeHopCounts(dst *Node) []int { return s.hopCountsAvoiding(dst, nil) }
+
+// hopCountsAvoiding is computeHopCounts over the links for which down
+// reports false (nil: every link).
+func (s *Spec) hopCountsAvoiding(dst *Node, down func(*Link) bool) []int {
 	dist := make([]int, len(s.Nodes))
 	for i := range dist {
 		dist[i] = -1
@@ -150,7 +154,7 @@ func (s *Spec) computeHopCounts(dst *Node) []int {
 			continue // NICs do not forward
 		}
 		for _, p := range u.Ports {
-			if p.Peer == nil {
+			if p.Peer == nil || down != nil && down(p.Link) {
 				continue
 			}
 			v := p.Peer.Node
@@ -187,14 +191,28 @@ func (s *Spec) NextHops(sw, dst *Node) []int {
 	return shortestNextHops(sw, s.hopCounts(dst), dst)
 }
 
+// NextHopsAvoiding is NextHops over the links for which down reports
+// false: the routes a switch's link-state routing computes once links
+// have gone down (explicit routes are static and stay as written).
+func (s *Spec) NextHopsAvoiding(sw, dst *Node, down func(*Link) bool) []int {
+	if r := explicitRoute(sw, dst); r != nil {
+		return append([]int(nil), r.Via...)
+	}
+	return shortestNextHopsAvoiding(sw, s.hopCountsAvoiding(dst, down), dst, down)
+}
+
 func shortestNextHops(sw *Node, dist []int, dst *Node) []int {
+	return shortestNextHopsAvoiding(sw, dist, dst, nil)
+}
+
+func shortestNextHopsAvoiding(sw *Node, dist []int, dst *Node, down func(*Link) bool) []int {
 	d := dist[sw.Index]
 	if d <= 0 {
 		return nil
 	}
 	var out []int
 	for _, p := range sw.Ports {
-		if p.Peer == nil {
+		if p.Peer == nil || down != nil && down(p.Link) {
 			continue
 		}
 		v := p.Peer.Node

@@ -229,8 +229,9 @@ func makePlan(spec *Spec, mode HostMode, labFile string, sock func(name string) 
 				d.args = append(d.args, "--port", pt.Name+"="+uri)
 				pn.ports = append(pn.ports, planPort{name: pt.Name, peer: pt.Peer.String(), uri: uri})
 			}
+			// The daemon computes the tree itself, and again as links go
+			// down and up (swd/linkstate.go); the plan shows where it starts.
 			for _, name := range blocked[n] {
-				d.args = append(d.args, "--no-flood", name)
 				for i := range pn.ports {
 					if pn.ports[i].name == name {
 						pn.ports[i].noFlood = true

@@ -11,12 +11,15 @@ import (
 // links between two switches) a flooded frame comes back to where it
 // started and circulates for ever: a broadcast storm. Real switches run
 // the spanning tree protocol (RSTP, IEEE 802.1D-2004 clause 17) and block the
-// ports outside the tree for flooding. `emulab up` knows the whole
-// topology, so it computes one spanning tree itself and tells each
-// emuswitch which ports to leave out of flooding (--no-flood), which is
+// ports outside the tree for flooding. Every emuswitch has the whole
+// topology (the lab file), so each computes the same spanning tree
+// (FloodBlocked) and leaves the ports outside it out of flooding, which is
 // what STP would converge to without the BPDU exchange and its
-// convergence time. Unicast is unaffected: it follows the static routes
-// (ECMP over all links, blocked ones included).
+// convergence time; when links go down or come back the switches' link-
+// state routing tells every one of them, and each computes the tree over
+// the links that are up (swd/linkstate.go), as RSTP reconverges. Unicast
+// is unaffected: it follows the routes (ECMP over all links that are up,
+// blocked ones included).
 
 // floodBlocked returns, for each switch with switch-to-switch links that
 // are not in the spanning tree, the names of those ports in port order.
@@ -28,11 +31,17 @@ import (
 // left (one tree per connected group of switches). Every switch-to-switch
 // link the search did not take is blocked at both ends, as is a link from
 // a switch to itself. Links to NICs are never blocked.
-func floodBlocked(spec *Spec) map[*Node][]string {
+func floodBlocked(spec *Spec) map[*Node][]string { return FloodBlocked(spec, nil) }
+
+// FloodBlocked is floodBlocked over the links for which down reports false
+// (nil: every link): the tree the switches' link-state routing recomputes
+// when links go down or come back, as RSTP reconverges. A down link is
+// blocked at both ends too (nothing crosses it anyway).
+func FloodBlocked(spec *Spec, down func(*Link) bool) map[*Node][]string {
 	// adj lists each switch's switch-to-switch links in link order.
 	adj := make(map[*Node][]*Link)
 	for _, l := range spec.Links {
-		if l.A.Node.Kind != KindSwitch || l.B.Node.Kind != KindSwitch {
+		if l.A.Node.Kind != KindSwitch || l.B.Node.Kind != KindSwitch || down != nil && down(l) {
 			continue
 		}
 		adj[l.A.Node] = append(adj[l.A.Node], l)

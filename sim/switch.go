@@ -18,6 +18,9 @@ type simSwitch struct {
 	// autoRoutes: install shortest-path routes for destinations the
 	// configuration does not cover.
 	autoRoutes bool
+	// static is the configuration's own routes, which link-state routing
+	// keeps as they are (installRoutes saves them).
+	static []switchcore.Route
 }
 
 type swPort struct {
@@ -73,6 +76,14 @@ func (s *Sim) startSwitches() error {
 				w.sw.Attach(i, p.tx)
 			}
 		}
+		if !w.ib() && w.autoRoutes {
+			fabric := make([]bool, len(w.ports))
+			for i := range w.ports {
+				peer, _ := w.peerOf(i)
+				_, fabric[i] = peer.(*simSwitch)
+			}
+			w.sw.EnableLinkState(0, fabric, func(db map[string][]string) { s.reroute(w, db) })
+		}
 	}
 	return nil
 }
@@ -93,9 +104,36 @@ func (w *simSwitch) peerOf(i int) (endpoint, int) {
 // already cover, a route (RoCE: host /32 -> ECMP ports; IB: LFT entry) along
 // shortest paths. Hosts never forward.
 func (s *Sim) installRoutes() {
+	for _, w := range s.switches {
+		w.static = append([]switchcore.Route(nil), w.cfg.Routes...)
+	}
+	s.shortestPaths(nil, func(w *simSwitch, h routeTarget, via []int) {
+		if w.ib() {
+			w.setLFT(h.lid, via)
+		} else {
+			w.addRoute(h.ip, via)
+		}
+	})
+}
+
+// shortestPaths calls fn with every switch's shortest-path ports towards
+// every host, over the links for which down (nil: none) reports neither
+// end down.
+func (s *Sim) shortestPaths(down func(w *simSwitch, port int) bool, fn func(w *simSwitch, h routeTarget, via []int)) {
 	idx := make(map[*simSwitch]int, len(s.switches))
 	for i, w := range s.switches {
 		idx[w] = i
+	}
+	cut := func(w *simSwitch, i int) bool {
+		if down == nil {
+			return false
+		}
+		if down(w, i) {
+			return true
+		}
+		peer, pp := w.peerOf(i)
+		v, ok := peer.(*simSwitch)
+		return ok && down(v, pp)
 	}
 	for _, h := range s.routeTargets() {
 		// BFS over switches from the host's attachment.
@@ -105,11 +143,11 @@ func (s *Sim) installRoutes() {
 		}
 		var queue []*simSwitch
 		if h.link != nil {
-			peer := h.link.dir[0].to
+			peer, port := h.link.dir[0].to, h.link.dir[0].toPort
 			if h.tx == &h.link.dir[1] {
-				peer = h.link.dir[1].to
+				peer, port = h.link.dir[1].to, h.link.dir[1].toPort
 			}
-			if w, ok := peer.(*simSwitch); ok {
+			if w, ok := peer.(*simSwitch); ok && !(down != nil && down(w, port)) {
 				dist[idx[w]] = 0
 				queue = append(queue, w)
 			}
@@ -118,7 +156,7 @@ func (s *Sim) installRoutes() {
 			w := queue[0]
 			queue = queue[1:]
 			for i := range w.ports {
-				if peer, _ := w.peerOf(i); peer != nil {
+				if peer, _ := w.peerOf(i); peer != nil && !cut(w, i) {
 					if v, ok := peer.(*simSwitch); ok && dist[idx[v]] < 0 {
 						dist[idx[v]] = dist[idx[w]] + 1
 						queue = append(queue, v)
@@ -133,6 +171,9 @@ func (s *Sim) installRoutes() {
 			var via []int
 			for i := range w.ports {
 				peer, _ := w.peerOf(i)
+				if peer == nil || cut(w, i) {
+					continue
+				}
 				switch v := peer.(type) {
 				case *simSwitch:
 					if dist[wi] > 0 && dist[idx[v]] == dist[wi]-1 {
@@ -144,15 +185,46 @@ func (s *Sim) installRoutes() {
 					}
 				}
 			}
-			if len(via) == 0 {
-				continue
-			}
-			if w.ib() {
-				w.setLFT(h.lid, via)
-			} else {
-				w.addRoute(h.ip, via)
+			if len(via) > 0 {
+				fn(w, h, via)
 			}
 		}
+	}
+}
+
+// reroute is a RoCE switch's link-state routing at work (switchcore
+// linkstate.go): its database says which ports of which switches are
+// down, and it routes every host its configuration does not cover along
+// the shortest paths that avoid them.
+func (s *Sim) reroute(w *simSwitch, db map[string][]string) {
+	down := map[*simSwitch]map[int]bool{}
+	for origin, ports := range db {
+		v, ok := s.nodes[origin].(*simSwitch)
+		if !ok {
+			continue
+		}
+		m := map[int]bool{}
+		for _, name := range ports {
+			for i := range v.cfg.Ports {
+				if v.cfg.Ports[i].Name == name {
+					m[i] = true
+				}
+			}
+		}
+		down[v] = m
+	}
+	// A host no path reaches keeps its route through the down link, where
+	// its frames are counted as link_down drops rather than no_route.
+	w.cfg.Routes = append([]switchcore.Route(nil), w.static...)
+	mine := func(v *simSwitch, h routeTarget, via []int) {
+		if v == w {
+			w.addRoute(h.ip, via)
+		}
+	}
+	s.shortestPaths(func(v *simSwitch, port int) bool { return down[v][port] }, mine)
+	s.shortestPaths(nil, mine) // addRoute skips hosts already routed
+	if err := w.sw.SetRoutes(w.cfg.Routes); err != nil {
+		panic(fmt.Sprintf("sim: switch %s: rerouting: %v", w.name, err)) // routes built here never collide
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,7 +58,11 @@ type Daemon struct {
 	opts Options
 	spec *lab.Spec
 	node *lab.Node
-	log  *log.Logger
+	// static is the lab file's own routes, which link-state routing keeps
+	// (linkstate.go).
+	static []switchcore.Route
+	cutKey *string // the links down the routes were last computed without (nil: never)
+	log    *log.Logger
 
 	loop *rt.Loop
 	clk  *rt.Clock
@@ -155,6 +160,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 	if d.ib {
 		d.configureIB(spec, cfg)
 	} else {
+		d.static = slices.Clone(cfg.Routes) // the file's own, before the NICs' (linkstate.go)
 		addHostForwarding(spec, d.node, cfg)
 	}
 
@@ -176,8 +182,16 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		}
 	}
 
+	// Ports outside the spanning tree of the lab's switches do not flood
+	// (lab.FloodBlocked); link-state routing recomputes the tree when
+	// links go down and come back (linkstate.go). IB switches never flood.
+	var tree map[*lab.Node][]string
+	if !d.ib {
+		tree = lab.FloodBlocked(spec, nil)
+	}
 	for i, lp := range d.node.Ports {
-		p := &swPort{d: d, idx: i, name: lp.Name, bind: binds[lp.Name], adminUp: true, speed: d.sw.PortSpeed(i), noFlood: noFlood[lp.Name]}
+		p := &swPort{d: d, idx: i, name: lp.Name, bind: binds[lp.Name], adminUp: true, speed: d.sw.PortSpeed(i),
+			noFloodFlag: noFlood[lp.Name], noFlood: noFlood[lp.Name] || slices.Contains(tree[d.node], lp.Name)}
 		p.rate = p.speed
 		if lp.Link != nil {
 			p.delay, p.loss, p.corrupt = lp.Link.Delay, lp.Link.Loss, lp.Link.Corrupt
@@ -217,6 +231,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		d.sw.StartPortDown(i)
 		d.sw.Attach(i, p)
 	}
+	d.enableLinkState()
 	if err := d.bindAll(ctx); err != nil {
 		d.Close()
 		return nil, err

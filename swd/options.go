@@ -25,9 +25,9 @@ type Options struct {
 	// Log is --log FILE ("" = standard error).
 	Log string
 	// NoFlood is --no-flood PORTNAME, repeated: ports left out of the
-	// broadcast/multicast flooding, as a spanning tree blocks them (the
-	// ports outside the tree `emulab up` computes over the lab's switches).
-	// A group-addressed frame arriving on one is not flooded either.
+	// broadcast/multicast flooding always, besides those outside the lab's
+	// spanning tree, which the daemon computes itself (linkstate.go). A
+	// group-addressed frame arriving on one is not flooded either.
 	NoFlood []string
 }
 

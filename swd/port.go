@@ -30,9 +30,12 @@ type swPort struct {
 	// ingress wire adds only delay, loss and corruption, and the frame's
 	// tail is timed from its release at the port speed (fromPeer).
 	nicPeer bool
-	// noFlood leaves the port out of broadcast/multicast flooding
-	// (--no-flood: outside the lab's spanning tree of switches).
+	// noFlood leaves the port out of broadcast/multicast flooding: outside
+	// the spanning tree of the lab's switches as the links are now
+	// (linkstate.go), or named by --no-flood.
 	noFlood bool
+	// noFloodFlag is --no-flood: out of flooding whatever the tree.
+	noFloodFlag bool
 
 	tr  *rt.Port // current transport port, nil while not connected
 	tap *rt.TAP

@@ -404,6 +404,7 @@ type PortCounters struct {
 	TxPacketsPhy, TxBytesPhy uint64
 	RxPauseCtrlPhy           uint64 // MAC control frames received (PFC + PAUSE)
 	TxPauseCtrlPhy           uint64 // PFC frames sent
+	LinkStateRx, LinkStateTx uint64 // link-state advertisements received, sent (linkstate.go)
 	RxGlobalPause            uint64 // 802.3x PAUSE received with time > 0
 	RxGlobalPauseDurationPs  int64
 	LinkDownEvents           uint64                 // link_down_events_phy

@@ -159,6 +159,19 @@ func (t *lpm) init(routes []Route) error {
 	return nil
 }
 
+// SetRoutes replaces the switch's L3 routes (the driver's link-state
+// routing recomputed them, linkstate.go). Frames already queued keep the
+// port they were given.
+func (s *Switch) SetRoutes(routes []Route) error {
+	var t lpm
+	if err := t.init(routes); err != nil {
+		return err
+	}
+	s.lpm = t
+	s.lpm.refreshLive(func(i int) bool { return s.ports[i].up })
+	return nil
+}
+
 // refreshLive recomputes every route's live next hops from the ports'
 // link states.
 func (t *lpm) refreshLive(up func(port int) bool) {

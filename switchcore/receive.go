@@ -38,8 +38,12 @@ func (s *Switch) Receive(port int, f *frame.Frame) {
 		s.drop(p, -1, f, DropMalformed)
 		return
 	}
-	if l2.EtherType == wire.EtherTypeMACControl {
+	switch l2.EtherType {
+	case wire.EtherTypeMACControl:
 		s.receiveMACControl(p, f)
+		return
+	case wire.EtherTypeLinkState:
+		s.receiveLinkState(p, f)
 		return
 	}
 	var key flowKey

@@ -28,7 +28,8 @@ type Switch struct {
 
 	wdTimer clock.Timer
 
-	sma *smaState // subnet management agent (IB, sma.go); nil: none
+	sma *smaState  // subnet management agent (IB, sma.go); nil: none
+	ls  *linkState // link-state routing (linkstate.go); nil: off
 }
 
 // port is one port's whole state: ingress PGs, egress queues, the
@@ -254,6 +255,12 @@ func (s *Switch) setPortUp(p *port, port int, up bool) {
 	s.lpm.refreshLive(func(i int) bool { return s.ports[i].up })
 	if !up {
 		s.fdb.forgetPort(port)
+	}
+	if s.ls != nil {
+		s.originate()
+		if up {
+			s.linkStateUp(port)
+		}
 	}
 	if up {
 		for prio := range NumPriorities {

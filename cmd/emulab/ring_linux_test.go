@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 // TestUpRingNoBroadcastStorm brings up three switches in a ring with a
 // host on each (root; CI runs as root). The switch links form a cycle, so
 // a flooded broadcast would circulate for ever between the emuswitch
-// processes unless flooding follows a spanning tree: up must pass the
-// ports outside the tree as --no-flood. Pings cross the ring, broadcasts
+// processes unless flooding follows a spanning tree, which each switch
+// computes, and again when a link goes down. Pings cross the ring, broadcasts
 // from a host are flooded to the other hosts a bounded number of times,
 // and no switch receives a flood on a port it blocks (both ends of a
 // blocked link agree). Both host modes: TAP ports of the switches, and
@@ -36,14 +35,34 @@ func testUpRing(t *testing.T, e *upEnv, hosts string) {
 	socks := e.up(t, l, hosts)
 
 	// The tree is a BFS from sw1: sw1-sw2 and sw1-sw3 (sw3:p2-sw1:p3)
-	// are in it, sw2:p2-sw3:p3 is not.
-	for sw, want := range map[string]string{"sw1": "", "sw2": "--no-flood\x00p2\x00", "sw3": "--no-flood\x00p3\x00"} {
+	// are in it, sw2:p2-sw3:p3 is not. Each switch computes it (no
+	// --no-flood on the command line) and says so in its status.
+	blockedPorts := func() map[string]bool {
+		out := map[string]bool{}
+		for _, sw := range []string{"sw1", "sw2", "sw3"} {
+			var st swd.StatusResponse
+			ctl := filepath.Join(e.state, l.name, "sock", "ctl-"+sw+".sock")
+			if err := lab.ControlRequest(ctl, swd.Request{Op: "status"}, &st, 5*time.Second); err != nil {
+				t.Fatalf("status of %s: %v", sw, err)
+			}
+			for _, p := range st.Ports {
+				if p.NoFlood {
+					out[sw+":"+p.Port] = true
+				}
+			}
+		}
+		return out
+	}
+	if got := blockedPorts(); len(got) != 2 || !got["sw2:p2"] || !got["sw3:p3"] {
+		t.Errorf("ports out of flooding %v, want sw2:p2 and sw3:p3", got)
+	}
+	for _, sw := range []string{"sw1", "sw2", "sw3"} {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", e.pid(t, l, lab.SwitchBinary+"-"+sw)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := bytes.Count(b, []byte("--no-flood")); want == "" && n != 0 || want != "" && (n != 1 || !bytes.Contains(b, []byte(want))) {
-			t.Errorf("emuswitch %s command line %q, want --no-flood %q", sw, bytes.ReplaceAll(b, []byte{0}, []byte{' '}), strings.ReplaceAll(want, "\x00", " "))
+		if bytes.Contains(b, []byte("--no-flood")) {
+			t.Errorf("emuswitch %s command line %q: the daemon computes its tree", sw, bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
 		}
 	}
 
@@ -88,6 +107,28 @@ func testUpRing(t *testing.T, e *upEnv, hosts string) {
 	if blocked != 0 {
 		t.Errorf("flood_blocked_rx %d: a switch flooded onto a link its peer blocks", blocked)
 	}
+
+	// The sw3-sw1 link goes down: the switches learn it from each other
+	// (link-state advertisements), route h3 -> h1 the long way round and
+	// take the link that was out of the tree into it, so a host that must
+	// ARP again still reaches the other (both were black-holed before:
+	// static routes, a tree fixed at up).
+	e.mustOps(t, "link", "set", l.name+"/sw1:p3", "down")
+	waitFor(t, "the tree over the links left", func() bool {
+		got := blockedPorts()
+		return len(got) == 2 && got["sw1:p3"] && got["sw3:p2"]
+	})
+	for _, h := range []string{"h1", "h3"} {
+		e.run(t, "exec", l.node(h), "--", "ip", "neigh", "flush", "dev", "eth0")
+	}
+	e.ping(t, l, "h3", "h1")
+	e.ping(t, l, "h1", "h3")
+	e.mustOps(t, "link", "set", l.name+"/sw1:p3", "up")
+	waitFor(t, "the tree back as it was", func() bool {
+		got := blockedPorts()
+		return len(got) == 2 && got["sw2:p2"] && got["sw3:p3"]
+	})
+	e.ping(t, l, "h3", "h1")
 
 	// Between two switches each end emulates what it sends: a delay set
 	// on one end is set on both, and holds both ways.

@@ -20,9 +20,11 @@
 // is flooded out of it, and a broadcast or multicast arriving on it is
 // dropped (counter flood_blocked_rx) instead of flooded. Unicast still
 // uses the port. On switches joined in a cycle (a ring, two spines,
-// parallel links) the ports outside one spanning tree must be given, or a
-// broadcast circulates for ever; `emulab up` computes the tree from the
-// lab file and passes them.
+// parallel links) the switch leaves the ports outside the lab's spanning
+// tree out of flooding by itself, or a broadcast would circulate for
+// ever; it computes the tree from the lab file, and again when its
+// link-state routing learns that links went down or came back, when it
+// also routes around them. --no-flood adds ports to those.
 //
 // A lab of fabric ib runs the switch in native InfiniBand mode: every
 // seqpacket message or UDP datagram is one IB packet as on the wire (LRH
@@ -112,7 +114,7 @@ func run(args []string, stdout io.Writer) error {
 	fs.StringVar(&o.Node, "node", "", "switch node of the lab file to run")
 	fs.StringArrayVar(&ports, "port", nil, "PORTNAME=URI: bind a switch port (repeat); URI seqpacket-listen:PATH, seqpacket-dial:PATH, shm-listen:PATH, shm-dial:PATH, udp:LOCAL:PORT,REMOTE:PORT, tap:IFNAME@NETNS")
 	fs.StringVar(&o.Control, "control", "", "control socket path (mode 0600)")
-	fs.StringArrayVar(&o.NoFlood, "no-flood", nil, "PORTNAME: do not flood broadcast/multicast out of or in from this port, a port outside the switches' spanning tree (repeat)")
+	fs.StringArrayVar(&o.NoFlood, "no-flood", nil, "PORTNAME: never flood broadcast/multicast out of or in from this port, besides the ports outside the lab's spanning tree (repeat)")
 	fs.StringVar(&o.Metrics, "metrics", "", "serve Prometheus /metrics on ADDR:PORT")
 	fs.StringVar(&o.MetricsNetns, "metrics-netns", "", "open the --metrics listener in the network namespace at PATH (/proc/PID/ns/net, /run/netns/NAME): a daemon in a lab's namespace serving the host's Prometheus")
 	fs.IntVar(&o.Dilation, "time-dilation", 0, "run the emulated fabric N times slower than the wall clock (default: the lab file's time_dilation, else 1)")

@@ -1,0 +1,79 @@
+package swd
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/switchcore"
+)
+
+// Link-state routing in real time (switchcore/linkstate.go): the switch
+// engines of a RoCE lab advertise their down ports to one another over
+// the switch-to-switch links, and each daemon, told when its engine's
+// database changes, recomputes from the lab file the routes and the
+// flooding tree the fabric converges to without the links that are down,
+// as the simulator's switches do. A link set down by hand, a neighbour
+// killed, a UDP peer gone silent: every switch routes around it once the
+// advertisements have crossed the fabric.
+
+// enableLinkState starts the engine's link-state routing; after the ports
+// were created, before the loop runs.
+func (d *Daemon) enableLinkState() {
+	if d.ib {
+		return // the subnet manager routes an IB fabric
+	}
+	fabric := make([]bool, len(d.node.Ports))
+	for i, lp := range d.node.Ports {
+		fabric[i] = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindSwitch
+	}
+	// The epoch orders this life's advertisements after those of a
+	// daemon this one replaces (a restart after kill -9).
+	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), fabric, d.reroute)
+}
+
+// reroute installs the routes and flooding tree for the links db says
+// are down; loop goroutine (the engine calls it).
+func (d *Daemon) reroute(db map[string][]string) {
+	down := func(l *lab.Link) bool {
+		return l != nil && (slices.Contains(db[l.A.Node.Name], l.A.Name) || slices.Contains(db[l.B.Node.Name], l.B.Name))
+	}
+	var cut []string
+	for _, l := range d.spec.Links {
+		if down(l) {
+			cut = append(cut, l.A.String()+"-"+l.B.String())
+		}
+	}
+	key := strings.Join(cut, " ")
+	if d.cutKey != nil && *d.cutKey == key {
+		return // the same links down, said by another switch
+	}
+	d.cutKey = &key
+	routes := slices.Clone(d.static)
+	for _, nic := range d.spec.NICs() {
+		a := netip.AddrFrom4(nic.IPv4)
+		if slices.ContainsFunc(d.static, func(r switchcore.Route) bool { return r.Prefix.Contains(a) }) {
+			continue
+		}
+		via := d.spec.NextHopsAvoiding(d.node, nic, down)
+		if len(via) == 0 {
+			// Unreachable: keep the route through the down link, where
+			// its frames are counted as link_down rather than no_route.
+			via = d.spec.NextHops(d.node, nic)
+		}
+		if len(via) > 0 {
+			routes = append(routes, switchcore.Route{Prefix: netip.PrefixFrom(a, 32), Ports: via})
+		}
+	}
+	if err := d.sw.SetRoutes(routes); err != nil {
+		d.log.Printf("link-state routing: %v", err)
+		return
+	}
+	blocked := lab.FloodBlocked(d.spec, down)[d.node]
+	for _, p := range d.ports {
+		p.noFlood = p.noFloodFlag || slices.Contains(blocked, p.name)
+	}
+	d.log.Printf("link-state routing: routes recomputed, links down: %v", cut)
+}

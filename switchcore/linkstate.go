@@ -1,0 +1,190 @@
+package switchcore
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
+)
+
+// Link-state routing (RoCE fabrics). A data-center fabric's switches run
+// a routing protocol (OSPF, IS-IS, BGP with BFD) and route around a link
+// that goes down; a switch that only takes the dead member out of its own
+// ECMP groups (lpm.live) still receives, from its neighbours, traffic
+// for the hosts it can no longer reach. Each switch advertises which of
+// its ports are down (wire.LinkState: the whole list, every time one
+// changes) on its links to other switches; every switch keeps the newest
+// advertisement of every origin, passes a new one on, and sends its whole
+// database to a neighbour whose link comes up. The driver gets the
+// database each time the set of down links it describes changes,
+// computes routes from the topology it knows without those links (the
+// shortest paths the switches would converge to), and installs them with
+// SetRoutes. So in the simulator and in real time alike the fabric
+// converges in the time the advertisements take to cross it.
+
+// lsaEntry is the newest advertisement of one origin.
+type lsaEntry struct {
+	epoch, seq uint64
+	down       []string
+}
+
+func (e *lsaEntry) newer(epoch, seq uint64) bool {
+	return epoch > e.epoch || epoch == e.epoch && seq > e.seq
+}
+
+type linkState struct {
+	epoch, seq uint64
+	fabric     []bool // per port: its peer is a switch of the fabric
+	db         map[string]*lsaEntry
+	onChange   func(db map[string][]string)
+	last       string         // the down set onChange last saw, for change detection
+	scratch    wire.LinkState // receiveLinkState's decoding; its Down is its own
+}
+
+// EnableLinkState turns on the switch's link-state routing: fabric[i] is
+// true for a port whose peer is a switch taking part (advertisements go
+// out on those ports only), epoch orders this life's advertisements after
+// an earlier one's (a restarted daemon: a wall-clock reading; the
+// simulator: 0), and onChange gets, whenever it changes, every origin's
+// ports that are down. Call it before the first frame; the switch sends its
+// first advertisement when a port changes state (a fabric whose links
+// never change sends none).
+func (s *Switch) EnableLinkState(epoch uint64, fabric []bool, onChange func(db map[string][]string)) {
+	if s.cfg.Fabric == FabricIB {
+		return // the subnet manager routes an IB fabric
+	}
+	s.ls = &linkState{epoch: epoch, fabric: fabric, db: map[string]*lsaEntry{}, onChange: onChange}
+}
+
+// LinkStateDB is the advertisements the switch holds: origin switch ->
+// its ports that are down.
+func (s *Switch) LinkStateDB() map[string][]string {
+	out := map[string][]string{}
+	if s.ls != nil {
+		for o, e := range s.ls.db {
+			out[o] = slices.Clone(e.down)
+		}
+	}
+	return out
+}
+
+// originate advertises this switch's down ports (a port changed state).
+func (s *Switch) originate() {
+	ls := s.ls
+	ls.seq++
+	var down []string
+	for i := range s.ports {
+		if !s.ports[i].up {
+			down = append(down, s.cfg.Ports[i].Name)
+		}
+	}
+	ls.db[s.cfg.Name] = &lsaEntry{epoch: ls.epoch, seq: ls.seq, down: down}
+	s.floodLSA(s.cfg.Name, -1)
+	s.linkStateChanged()
+}
+
+// linkStateUp sends a neighbour whose link just came up every
+// advertisement held, so a switch that (re)starts learns the fabric's
+// state at once.
+func (s *Switch) linkStateUp(port int) {
+	if s.ls == nil || port >= len(s.ls.fabric) || !s.ls.fabric[port] {
+		return
+	}
+	for _, o := range slices.Sorted(maps.Keys(s.ls.db)) {
+		// originate sent ours; an origin with nothing down says nothing
+		// a switch without its advertisement does not assume.
+		if o != s.cfg.Name && len(s.ls.db[o].down) > 0 {
+			s.sendLSA(&s.ports[port], o)
+		}
+	}
+}
+
+// receiveLinkState takes an advertisement arriving on p.
+func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
+	p.c.LinkStateRx++
+	ls := s.ls
+	if ls == nil {
+		f.Put()
+		return
+	}
+	in := &ls.scratch
+	err := wire.DecodeLinkState(f.Data, in)
+	f.Put()
+	if err != nil {
+		p.c.Drops[DropMalformed]++
+		return
+	}
+	if in.Origin == s.cfg.Name {
+		if !(&lsaEntry{epoch: ls.epoch, seq: ls.seq}).newer(in.Epoch, in.Seq) {
+			return // our own, back round a cycle
+		}
+		// Ours from an earlier life still circulating with a higher
+		// number: outnumber it.
+		ls.epoch, ls.seq = in.Epoch, in.Seq
+		s.originate()
+		return
+	}
+	e := ls.db[in.Origin]
+	if e != nil && !e.newer(in.Epoch, in.Seq) {
+		return
+	}
+	ls.db[in.Origin] = &lsaEntry{epoch: in.Epoch, seq: in.Seq, down: slices.Clone(in.Down)}
+	s.floodLSA(in.Origin, p.idx)
+	s.linkStateChanged()
+}
+
+// floodLSA sends origin's advertisement on every up fabric port but from.
+func (s *Switch) floodLSA(origin string, from int) {
+	for i := range s.ports {
+		if i != from && i < len(s.ls.fabric) && s.ls.fabric[i] && s.ports[i].up {
+			s.sendLSA(&s.ports[i], origin)
+		}
+	}
+}
+
+// sendLSA queues origin's advertisement on p's control queue, ahead of
+// data as PFC is.
+func (s *Switch) sendLSA(p *port, origin string) {
+	e := s.ls.db[origin]
+	l := &wire.LinkState{Origin: origin, Epoch: e.epoch, Seq: e.seq, Down: e.down}
+	n := wire.LinkStateLen(l)
+	if n < 0 || n > frame.MaxFrame {
+		return // a name too long for the frame: lab validation keeps names short
+	}
+	f := s.pool.Get(n)
+	wire.EncodeLinkState(f.Data, p.mac, l)
+	f.Priority = 7
+	p.c.LinkStateTx++
+	p.ctrl.push(f)
+	s.tryTx(p)
+}
+
+// linkStateChanged tells the driver the database when the down links it
+// describes differ from the last time.
+func (s *Switch) linkStateChanged() {
+	ls := s.ls
+	db := make(map[string][]string, len(ls.db))
+	var key strings.Builder
+	for _, o := range slices.Sorted(maps.Keys(ls.db)) {
+		e := ls.db[o]
+		if len(e.down) == 0 {
+			continue
+		}
+		db[o] = slices.Clone(e.down)
+		key.WriteString(o)
+		for _, d := range e.down {
+			key.WriteByte(0)
+			key.WriteString(d)
+		}
+		key.WriteByte(1)
+	}
+	if key.String() == ls.last {
+		return
+	}
+	ls.last = key.String()
+	if ls.onChange != nil {
+		ls.onChange(db)
+	}
+}
