@@ -22,10 +22,10 @@ const maxChartLines = 10
 // WriteFiles writes the CSV time series, summary CSVs and SVG charts of a
 // run into dir (created if needed) and returns the paths written.
 //
-//	flows.csv          one row per flow: bytes, throughput, FCT
+//	flows.csv          one row per flow: bytes, throughput, FCT (IB: and FECN, BECN, CCTI)
 //	rdma_qps.csv       one row per QP of the RDMA flows: throughput, FCT, CNPs, retransmissions
 //	nic_counters.csv   one row per NIC and counter (hw_counters, per-priority ethtool)
-//	ports.csv          one row per switch port and priority: every counter
+//	ports.csv          one row per switch port and priority: every counter (IB: per data VL, credits and FECN)
 //	queues.csv         time series: queue bytes, paused, xoff per port/priority
 //	flow_rates.csv     time series: received Gb/s per flow
 //	host_pause.csv     time series: paused state per host/priority
@@ -49,7 +49,7 @@ func WriteFiles(dir string, spec *lab.Spec, r *sim.Results) ([]string, error) {
 		name string
 		fn   func(*sim.Results) ([]byte, error)
 	}{
-		{"flows.csv", flowsCSV},
+		{"flows.csv", func(r *sim.Results) ([]byte, error) { return flowsCSV(spec, r) }},
 		{"ports.csv", func(r *sim.Results) ([]byte, error) { return portsCSV(spec, r) }},
 	}
 	if len(r.RDMA) > 0 {
@@ -101,9 +101,16 @@ func us(t clock.Time) string {
 }
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 
-func flowsCSV(r *sim.Results) ([]byte, error) {
-	rows := [][]string{{"flow", "src", "dst", "priority", "messages_sent", "messages_done", "tx_frames", "tx_bytes", "rx_frames", "rx_bytes",
-		"psn_gaps", "start_us", "first_rx_us", "last_rx_us", "fct_us", "throughput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us"}}
+func flowsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
+	head := []string{"flow", "src", "dst", "priority", "messages_sent", "messages_done", "tx_frames", "tx_bytes", "rx_frames", "rx_bytes",
+		"psn_gaps", "start_us", "first_rx_us", "last_rx_us", "fct_us", "throughput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us"}
+	ib := spec.Fabric == lab.FabricIB
+	if ib {
+		// The summary's "IB congestion control per flow" table. The CCT
+		// columns are empty for a flow whose source has no reaction point.
+		head = append(head, "fecn_rx", "becn_rx", "ccti_end", "ccti_max", "cc_delay_end_us")
+	}
+	rows := [][]string{head}
 	for _, f := range r.Flows {
 		dst := ""
 		for i, d := range f.Dst {
@@ -112,25 +119,35 @@ func flowsCSV(r *sim.Results) ([]byte, error) {
 			}
 			dst += d
 		}
-		rows = append(rows, []string{f.Name, f.Src, dst, strconv.Itoa(f.Priority), strconv.Itoa(f.MessagesSent), strconv.Itoa(f.MessagesDone),
+		row := []string{f.Name, f.Src, dst, strconv.Itoa(f.Priority), strconv.Itoa(f.MessagesSent), strconv.Itoa(f.MessagesDone),
 			u(f.TxFrames), u(f.TxBytes), u(f.RxFrames), u(f.RxBytes), u(f.PSNGaps),
 			us(f.Start), us(f.FirstRx), us(f.LastRx), us(f.FCT), ff(f.Throughput / 1e9),
-			us(f.Msg.Mean), us(f.Msg.P50), us(f.Msg.P99), us(f.Msg.Max)})
+			us(f.Msg.Mean), us(f.Msg.P50), us(f.Msg.P99), us(f.Msg.Max)}
+		if ib {
+			c := f.IBCC
+			switch {
+			case c == nil:
+				row = append(row, "0", "0", "", "", "")
+			case !c.Reacting:
+				row = append(row, u(c.FECNRx), u(c.BECNRx), "", "", "")
+			default:
+				row = append(row, u(c.FECNRx), u(c.BECNRx), strconv.Itoa(int(c.CCTI)), strconv.Itoa(int(c.MaxCCTI)), us(c.Delay))
+			}
+		}
+		rows = append(rows, row)
 	}
 	return writeCSV(rows)
 }
 
 func portsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
+	if spec.Fabric == lab.FabricIB {
+		return ibPortsCSV(spec, r)
+	}
 	head := []string{"switch", "port", "port_name", "peer", "priority", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
 		"rx_pause", "tx_pause", "rx_pause_duration_us", "tx_pause_duration_us", "ecn_marked",
 		"pg_shared_watermark", "pg_headroom_watermark", "queue_watermark", "pg_headroom_overflow",
 		"pfcwd_storm_detected", "pfcwd_storm_restored", "pfcwd_tx_drop", "pfcwd_rx_drop", "port_xmit_wait_us", "credit_stalls"}
-	// pg_headroom_overflow above: admitted beyond the headroom, not a drop.
-	for k := 1; k < int(switchcore.NumDropReasons); k++ {
-		if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
-			head = append(head, "drop_"+switchcore.DropReason(k).String())
-		}
-	}
+	head = append(head, dropHeads()...)
 	rows := [][]string{head}
 	for _, p := range r.Ports {
 		for prio := 0; prio < switchcore.NumPriorities; prio++ {
@@ -141,15 +158,61 @@ func portsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
 				strconv.Itoa(c.PGSharedWatermark), strconv.Itoa(c.PGHeadroomWatermark), strconv.Itoa(c.QueueWatermark), u(c.HeadroomOverflow),
 				u(c.PFCWDStormDetected), u(c.PFCWDStormRestored), u(c.PFCWDTxDrop), u(c.PFCWDRxDrop),
 				us(clock.Time(c.XmitWaitPs)), u(c.CreditStalls)}
-			for k := 1; k < int(switchcore.NumDropReasons); k++ {
-				if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
-					row = append(row, u(c.Drops[k]))
-				}
-			}
-			rows = append(rows, row)
+			rows = append(rows, append(row, dropCells(c)...))
 		}
 	}
 	return writeCSV(rows)
+}
+
+// ibPortsCSV is ports.csv of an IB lab: the summary's "Switch ports per
+// VL" columns, one row per data VL of the switch. An IB link has no PFC,
+// ECN, priority groups or PFC watchdog, so those columns are left out;
+// congestion marks are FECN (fecn_marked), and fc_tx / fc_rx count the
+// flow-control packets that carry the credits.
+func ibPortsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
+	head := []string{"switch", "port", "port_name", "peer", "vl", "rx_packets", "rx_bytes", "tx_packets", "tx_bytes",
+		"credit_stalls", "port_xmit_wait_us", "fc_tx", "fc_rx", "fecn_marked", "queue_watermark"}
+	head = append(head, dropHeads()...)
+	rows := [][]string{head}
+	for _, p := range r.Ports {
+		vls := switchcore.NumPriorities
+		if n := spec.Node(p.Switch); n != nil {
+			if c := spec.IBConfigOf(n); c != nil && c.MaxVLs > 0 {
+				vls = min(c.MaxVLs, vls)
+			}
+		}
+		for vl := 0; vl < vls; vl++ {
+			c := &p.Prio[vl]
+			row := []string{p.Switch, strconv.Itoa(p.Port), p.Name, peerName(spec, &p), strconv.Itoa(vl),
+				u(c.RxPackets), u(c.RxBytes), u(c.TxPackets), u(c.TxBytes),
+				u(c.CreditStalls), us(clock.Time(c.XmitWaitPs)), u(c.FCTx), u(c.FCRx), u(c.FECNMarked),
+				strconv.Itoa(c.QueueWatermark)}
+			rows = append(rows, append(row, dropCells(c)...))
+		}
+	}
+	return writeCSV(rows)
+}
+
+// dropHeads and dropCells are the drop_<reason> columns of ports.csv
+// (headroom_overflow is not a drop: RoCE has it as pg_headroom_overflow).
+func dropHeads() []string {
+	var out []string
+	for k := 1; k < int(switchcore.NumDropReasons); k++ {
+		if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
+			out = append(out, "drop_"+switchcore.DropReason(k).String())
+		}
+	}
+	return out
+}
+
+func dropCells(c *switchcore.PrioCounters) []string {
+	var out []string
+	for k := 1; k < int(switchcore.NumDropReasons); k++ {
+		if switchcore.DropReason(k) != switchcore.DropHeadroomOverflow {
+			out = append(out, u(c.Drops[k]))
+		}
+	}
+	return out
 }
 
 func queuesCSV(r *sim.Results) ([]byte, error) {

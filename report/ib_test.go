@@ -2,6 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/csv"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,7 +34,7 @@ func ibResults() *sim.Results {
 	r.Flows = []sim.FlowResult{{
 		Name: "f1", Src: "h1", Dst: []string{"h2"}, TxFrames: 32, TxBytes: 128 << 10, RxFrames: 32, RxBytes: 128 << 10,
 		MessagesSent: 2, MessagesDone: 2, LastRx: 11 * clock.Microsecond, FCT: 11 * clock.Microsecond, Throughput: 95.3e9,
-		IBCC: &sim.FlowIBCC{FECNRx: 12, BECNRx: 12, CCTI: 3, MaxCCTI: 9, Delay: 250 * clock.Nanosecond},
+		IBCC: &sim.FlowIBCC{FECNRx: 12, BECNRx: 12, CCTI: 3, MaxCCTI: 9, Delay: 250 * clock.Nanosecond, Reacting: true},
 	}}
 	p0 := sim.PortResult{Switch: "sw1", Port: 0, Name: "p1", Peer: "h1:0", Speed: 100e9}
 	p0.Prio[0].RxPackets, p0.Prio[0].FCTx, p0.Prio[0].FCRx = 32, 40, 3
@@ -64,6 +67,70 @@ func TestIBSummaryGolden(t *testing.T) {
 	for _, bad := range []string{"pause rx", "PG headroom"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("an IB summary shows %q", bad)
+		}
+	}
+}
+
+// TestIBWriteFiles: an IB run's ports.csv has the summary's per-VL columns
+// (credit stalls, xmit wait, flow-control packets, FECN marks) instead of
+// PFC and ECN columns, which were all zero beside a summary that showed
+// 2560 FECN marks; flows.csv has the per-flow FECN, BECN and CCTI figures.
+func TestIBWriteFiles(t *testing.T) {
+	spec, err := lab.Parse("small-ib.yaml", []byte(ibLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := WriteFiles(dir, spec, ibResults()); err != nil {
+		t.Fatal(err)
+	}
+	cell := func(file, key, col string) string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "ib_"+file, b)
+		rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := -1
+		for i, h := range rows[0] {
+			if h == col {
+				c = i
+			}
+			for _, bad := range []string{"pause", "ecn_marked", "pg_", "pfcwd_"} {
+				if strings.HasPrefix(h, bad) || h == bad {
+					t.Errorf("%s of an IB lab has column %s", file, h)
+				}
+			}
+		}
+		if c < 0 {
+			t.Fatalf("%s has no column %s: %v", file, col, rows[0])
+		}
+		for _, r := range rows[1:] {
+			if strings.Join(r[:len(strings.Split(key, ","))], ",") == key {
+				return r[c]
+			}
+		}
+		t.Fatalf("%s has no row %s", file, key)
+		return ""
+	}
+	for _, c := range []struct{ file, key, col, want string }{
+		{"ports.csv", "sw1,1,p2,h2:ib0,0", "fecn_marked", "12"},
+		{"ports.csv", "sw1,1,p2,h2:ib0,0", "credit_stalls", "7"},
+		{"ports.csv", "sw1,1,p2,h2:ib0,0", "port_xmit_wait_us", "3"},
+		{"ports.csv", "sw1,0,p1,h1:ib0,0", "fc_tx", "40"},
+		{"ports.csv", "sw1,0,p1,h1:ib0,0", "fc_rx", "3"},
+		{"flows.csv", "f1", "fecn_rx", "12"},
+		{"flows.csv", "f1", "becn_rx", "12"},
+		{"flows.csv", "f1", "ccti_end", "3"},
+		{"flows.csv", "f1", "ccti_max", "9"},
+		{"flows.csv", "f1", "cc_delay_end_us", "0.25"},
+	} {
+		if got := cell(c.file, c.key, c.col); got != c.want {
+			t.Errorf("%s %s %s = %q, want %q", c.file, c.key, c.col, got, c.want)
 		}
 	}
 }

@@ -55,6 +55,10 @@ type FlowIBCC struct {
 	MaxCCTI uint16     // highest CCTI reached
 	Delay   clock.Time // inter-packet delay at the end
 	RP      cc.IBCCStats
+	// Reacting: the source has a reaction point (congestion control on at
+	// its HCA); without one CCTI, MaxCCTI and Delay are zero and mean
+	// nothing.
+	Reacting bool
 }
 
 // hostCC is a host's congestion control state.
@@ -229,7 +233,7 @@ func (f *flow) ibccResult(now clock.Time) *FlowIBCC {
 	r := &FlowIBCC{FECNRx: f.cc.fecnRx, BECNRx: f.cc.becnRx}
 	if rp := f.cc.rp; rp != nil {
 		rp.Advance(now)
-		r.CCTI, r.MaxCCTI, r.Delay, r.RP = rp.CCTI(), rp.Stats.MaxCCTI, rp.Delay(), rp.Stats
+		r.CCTI, r.MaxCCTI, r.Delay, r.RP, r.Reacting = rp.CCTI(), rp.Stats.MaxCCTI, rp.Delay(), rp.Stats, true
 	}
 	return r
 }
