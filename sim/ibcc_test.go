@@ -105,7 +105,7 @@ func (r *ibccRun) linkBusy(t testing.TB, from, to string) float64 {
 				a, b = b, a
 			}
 			if a.Node == from && b.Node == to {
-				return float64(l.dir[d].Stats.Busy) / float64(r.r.End)
+				return float64(l.Stats(d).Busy) / float64(r.r.End)
 			}
 		}
 	}

@@ -50,8 +50,9 @@ type LinkStats struct {
 	TxFrames              uint64 // handed to the link
 	Corrupted             uint64 // delivered with a flipped byte
 	Drops                 [numLinkDrops]uint64
-	// Busy is the serialization time of every frame handed to the link:
-	// Busy / elapsed is the direction's utilisation.
+	// Busy is the serialization time of every frame handed to the link,
+	// up to the end of the run (or now): Busy / elapsed is the
+	// direction's utilisation, at most 1.
 	Busy clock.Time
 	// DataBusy is Busy for data frames only.
 	DataBusy clock.Time
@@ -85,6 +86,12 @@ type linkDir struct {
 	head, n int
 	timer   *timer
 	Stats   LinkStats
+	// serEnd is when the last frame handed to the link finishes
+	// serializing; lastData says whether it was a data frame. Frames are
+	// serialized one after the other, so only that frame can still be
+	// going out at the end of the run (see stats).
+	serEnd   clock.Time
+	lastData bool
 }
 
 // Up reports whether the link is up.
@@ -94,7 +101,22 @@ func (l *Link) Up() bool { return l.up }
 func (l *Link) Rate() uint64 { return l.Cfg.Rate }
 
 // Stats returns direction d's counters so far (0: A -> B, 1: B -> A).
-func (l *Link) Stats(d int) LinkStats { return l.dir[d&1].Stats }
+func (l *Link) Stats(d int) LinkStats { return l.dir[d&1].stats(l.s.now) }
+
+// stats returns the counters with Busy and DataBusy cut at now: a frame
+// handed to the link just before the end of the run adds only the part of
+// its serialization the run saw (a whole frame made a saturated link
+// 100.1 % busy).
+func (d *linkDir) stats(now clock.Time) LinkStats {
+	st := d.Stats
+	if over := d.serEnd - now; over > 0 {
+		st.Busy -= over
+		if d.lastData {
+			st.DataBusy -= over
+		}
+	}
+	return st
+}
 
 // Transmit starts f on the link now. f.TailAt is the sender's tail time; if
 // it is earlier than the serialization allows (or unset) it is corrected to
@@ -110,6 +132,7 @@ func (d *linkDir) Transmit(f *frame.Frame) {
 		d.Stats.FirstTx = now
 	}
 	d.Stats.Busy += ser
+	d.serEnd, d.lastData = now+ser, false
 	if f.TailAt < now+ser {
 		f.TailAt = now + ser
 	}
@@ -122,6 +145,7 @@ func (d *linkDir) Transmit(f *frame.Frame) {
 		}
 		d.Stats.LastDataTail = max(d.Stats.LastDataTail, f.TailAt)
 		d.Stats.DataBusy += ser
+		d.lastData = true
 	}
 	if !l.up {
 		d.drop(f, DropLinkDown)

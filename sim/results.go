@@ -205,7 +205,7 @@ func (s *Sim) results() *Results {
 		}
 	}
 	for _, l := range s.links {
-		r.Links = append(r.Links, LinkResult{A: l.A, B: l.B, Rate: l.Cfg.Rate, Dir: [2]LinkStats{l.dir[0].Stats, l.dir[1].Stats}})
+		r.Links = append(r.Links, LinkResult{A: l.A, B: l.B, Rate: l.Cfg.Rate, Dir: [2]LinkStats{l.dir[0].stats(s.now), l.dir[1].stats(s.now)}})
 	}
 	for _, h := range s.hosts {
 		st := h.Stats
