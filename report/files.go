@@ -103,7 +103,7 @@ func ff(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 
 func flowsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
 	head := []string{"flow", "src", "dst", "priority", "messages_sent", "messages_done", "tx_frames", "tx_bytes", "rx_frames", "rx_bytes",
-		"psn_gaps", "start_us", "first_rx_us", "last_rx_us", "fct_us", "throughput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us"}
+		"psn_gaps", "start_us", "first_rx_us", "last_rx_us", "fct_us", "throughput_gbps", "goodput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us"}
 	ib := spec.Fabric == lab.FabricIB
 	if ib {
 		// The summary's "IB congestion control per flow" table. The CCT
@@ -121,7 +121,7 @@ func flowsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
 		}
 		row := []string{f.Name, f.Src, dst, strconv.Itoa(f.Priority), strconv.Itoa(f.MessagesSent), strconv.Itoa(f.MessagesDone),
 			u(f.TxFrames), u(f.TxBytes), u(f.RxFrames), u(f.RxBytes), u(f.PSNGaps),
-			us(f.Start), us(f.FirstRx), us(f.LastRx), us(f.FCT), ff(f.Throughput / 1e9),
+			us(f.Start), us(f.FirstRx), us(f.LastRx), us(f.FCT), ff(f.Throughput / 1e9), ff(f.Goodput / 1e9),
 			us(f.Msg.Mean), us(f.Msg.P50), us(f.Msg.P99), us(f.Msg.Max)}
 		if ib {
 			c := f.IBCC

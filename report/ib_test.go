@@ -33,7 +33,7 @@ func ibResults() *sim.Results {
 	r := &sim.Results{Seed: 1, End: 100 * clock.Microsecond, Events: 999}
 	r.Flows = []sim.FlowResult{{
 		Name: "f1", Src: "h1", Dst: []string{"h2"}, TxFrames: 32, TxBytes: 128 << 10, RxFrames: 32, RxBytes: 128 << 10,
-		MessagesSent: 2, MessagesDone: 2, LastRx: 11 * clock.Microsecond, FCT: 11 * clock.Microsecond, Throughput: 95.3e9,
+		MessagesSent: 2, MessagesDone: 2, LastRx: 11 * clock.Microsecond, FCT: 11 * clock.Microsecond, Throughput: 95.3e9, Goodput: 10.48576e9,
 		IBCC: &sim.FlowIBCC{FECNRx: 12, BECNRx: 12, CCTI: 3, MaxCCTI: 9, Delay: 250 * clock.Nanosecond, Reacting: true},
 	}}
 	p0 := sim.PortResult{Switch: "sw1", Port: 0, Name: "p1", Peer: "h1:0", Speed: 100e9}

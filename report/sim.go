@@ -27,13 +27,15 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 	if len(r.Flows) > 0 {
 		fmt.Fprintf(ew, "\nFlows\n")
 		t := &Table{
-			Header: []string{"flow", "src", "dst", "prio", "msgs done/sent", "sent", "received", "throughput", "FCT", "msg FCT p50", "msg FCT p99", "PSN gaps"},
-			Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true},
+			Header: []string{"flow", "src", "dst", "prio", "msgs done/sent", "sent", "received", "last rx", "throughput to last rx", "goodput over run", "FCT", "msg FCT p50", "msg FCT p99", "PSN gaps"},
+			Right:  []bool{false, false, false, true, true, true, true, true, true, true, true, true, true, true},
 		}
 		var sent, recv, gaps uint64
 		var done, started int
+		var goodput float64
 		for i, f := range r.Flows {
 			sent, recv, gaps = sent+f.TxBytes, recv+f.RxBytes, gaps+f.PSNGaps
+			goodput += f.Goodput
 			done, started = done+f.MessagesDone, started+f.MessagesSent
 			if i >= MaxRows {
 				continue
@@ -44,14 +46,15 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 			}
 			t.Add(f.Name, f.Src, dst, strconv.Itoa(f.Priority),
 				fmt.Sprintf("%d/%d", f.MessagesDone, f.MessagesSent),
-				Bytes(f.TxBytes), Bytes(f.RxBytes), Gbps(f.Throughput),
+				Bytes(f.TxBytes), Bytes(f.RxBytes), timeOrDash(f.LastRx), Gbps(f.Throughput), Gbps(f.Goodput),
 				timeOrDash(f.FCT), timeOrDash(f.Msg.P50), timeOrDash(f.Msg.P99), strconv.FormatUint(f.PSNGaps, 10))
 		}
 		if len(r.Flows) > 1 {
 			name := fmt.Sprintf("all %d flows", len(r.Flows))
-			t.Add(name, "", "", "", fmt.Sprintf("%d/%d", done, started), Bytes(sent), Bytes(recv), "", "", "", "", strconv.FormatUint(gaps, 10))
+			t.Add(name, "", "", "", fmt.Sprintf("%d/%d", done, started), Bytes(sent), Bytes(recv), "", "", Gbps(goodput), "", "", "", strconv.FormatUint(gaps, 10))
 		}
 		t.Write(ew)
+		fmt.Fprintf(ew, "(throughput to last rx: payload received / (last rx - first byte sent); goodput over run: payload received / the whole %v)\n", r.End)
 		if len(r.Flows) > MaxRows {
 			fmt.Fprintf(ew, "(the first %d of %d flows; -o DIR writes all of them to flows.csv)\n", MaxRows, len(r.Flows))
 		}

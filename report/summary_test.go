@@ -36,7 +36,7 @@ func results() *sim.Results {
 	r.Flows = []sim.FlowResult{{
 		Name: "f1", Src: "h1", Dst: []string{"h2"}, Priority: 3, TxFrames: 32, TxBytes: 128 << 10, RxFrames: 32, RxBytes: 128 << 10,
 		MessagesSent: 2, MessagesDone: 2, Start: 0, LastRx: 11 * clock.Microsecond, FCT: 11 * clock.Microsecond,
-		Throughput: 95.3e9, Msg: sim.FCTStats{Count: 2, Mean: 6 * clock.Microsecond, P50: 5500 * clock.Nanosecond, P99: 6500 * clock.Nanosecond, Max: 6500 * clock.Nanosecond},
+		Throughput: 95.3e9, Goodput: 10.48576e9, Msg: sim.FCTStats{Count: 2, Mean: 6 * clock.Microsecond, P50: 5500 * clock.Nanosecond, P99: 6500 * clock.Nanosecond, Max: 6500 * clock.Nanosecond},
 	}}
 	p0 := sim.PortResult{Switch: "sw1", Port: 0, Name: "p1", Peer: "h1:0", Speed: 100e9}
 	p0.Prio[3].RxPackets = 32

@@ -55,8 +55,14 @@ type FlowResult struct {
 	// received, when the source finished (its count reached or its stop
 	// time passed) and every message it sent completed; 0 otherwise.
 	FCT clock.Time
-	// Throughput is received payload bits per second over [Start, LastRx].
+	// Throughput is received payload bits per second over [Start, LastRx]:
+	// from the first byte sent to the last byte received, the flow's rate
+	// while it moved data. A flow that stopped moving early (stuck behind
+	// a deadlock) keeps the rate it had until then.
 	Throughput float64
+	// Goodput is received payload bits per second over the whole run
+	// [0, End], whenever the flow started or stopped.
+	Goodput float64
 	// Msg are per-message completion times (first byte sent -> last byte
 	// received).
 	Msg FCTStats
@@ -182,6 +188,9 @@ func (s *Sim) results() *Results {
 		}
 		if fr.LastRx > fr.Start && fr.RxBytes > 0 {
 			fr.Throughput = float64(fr.RxBytes) * 8 / (fr.LastRx - fr.Start).Seconds()
+		}
+		if s.now > 0 {
+			fr.Goodput = float64(fr.RxBytes) * 8 / s.now.Seconds()
 		}
 		if f.done && fr.MessagesSent > 0 && fr.MessagesDone == fr.MessagesSent {
 			fr.FCT = fr.LastRx - fr.Start
