@@ -45,7 +45,8 @@ busiest links; a deadlock if queues stopped moving.
 With --capture DIR it writes every frame the links deliver into one pcap file
 per link in DIR (sim_capture.go): Ethernet for RoCE labs; for native InfiniBand
 ERF records (link type 197) of data and flow-control packets, which Wireshark
-opens.
+opens; add --capture-pad-links so that Wireshark 4.0 and tshark decode the
+6-byte flow-control packets instead of showing them as malformed.
 
 With -o DIR it also writes CSV time series (queue depth, pause state, per-flow
 throughput), summary CSVs and SVG charts into DIR.
@@ -56,7 +57,7 @@ exits with status 2; a run that cannot be built or ends early exits with 1.`,
 		Example: `  emulab sim examples/incast.yaml
   emulab sim examples/pfc-storm.yaml -o out/storm --seed 7
   emulab sim examples/leaf-spine.yaml --duration 2ms
-  emulab sim examples/ib-two-hosts.yaml --capture out/cap`,
+  emulab sim examples/ib-two-hosts.yaml --capture out/cap --capture-pad-links`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runSim(cmd, args[0], &fl)
