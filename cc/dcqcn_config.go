@@ -139,8 +139,10 @@ func (c *DCQCN) Validate() error {
 		return fmt.Errorf("rp_time_reset: must be > 0 µs, got %g", c.RPTimeReset)
 	case c.RPThreshold < 0:
 		return fmt.Errorf("rp_threshold: must be >= 0, got %d", c.RPThreshold)
-	case c.RPAIRate < 0 || c.RPHAIRate < 0:
-		return fmt.Errorf("rp_ai_rate/rp_hai_rate: must be >= 0")
+	case c.RPAIRate < 0:
+		return fmt.Errorf("rp_ai_rate: must be >= 0 Mb/s, got %g", c.RPAIRate)
+	case c.RPHAIRate < 0:
+		return fmt.Errorf("rp_hai_rate: must be >= 0 Mb/s, got %g", c.RPHAIRate)
 	case c.RPMinRate <= 0:
 		return fmt.Errorf("rp_min_rate: must be > 0 Mb/s, got %g", c.RPMinRate)
 	case c.RPMaxRate < 0:

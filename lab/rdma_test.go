@@ -61,6 +61,13 @@ func TestRDMAErrors(t *testing.T) {
 			`t.yaml:5: topology.nodes.h1.dcqcn.rp_ai_rte: unknown key "rp_ai_rte" (did you mean "rp_ai_rate"?)`},
 		{"knob range", "    h1: {kind: nic}", "    h1: {kind: nic, dcqcn: {profile: paper, rp_gd: 30}}",
 			`t.yaml:5: topology.nodes.h1.dcqcn.rp_gd: rp_gd: must be in 10..20, got 30`},
+		// Each knob's error at its own line, not at the section's: the
+		// two increase steps shared one message, "rp_ai_rate/rp_hai_rate",
+		// which named no key.
+		{"negative rp_ai_rate", "sim: {duration: 1ms}", "dcqcn:\n  profile: paper\n  rp_ai_rate: -5\nsim: {duration: 1ms}",
+			`t.yaml:23: dcqcn.rp_ai_rate: rp_ai_rate: must be >= 0 Mb/s, got -5`},
+		{"negative rp_hai_rate", "sim: {duration: 1ms}", "dcqcn:\n  profile: paper\n  rp_ai_rate: 5\n  rp_hai_rate: -50\nsim: {duration: 1ms}",
+			`t.yaml:24: dcqcn.rp_hai_rate: rp_hai_rate: must be >= 0 Mb/s, got -50`},
 		{"bad profile", "    h1: {kind: nic}", "    h1: {kind: nic, dcqcn: {profile: fast}}",
 			`t.yaml:5: topology.nodes.h1.dcqcn.profile: "fast" is not one of nvidia, paper`},
 		{"dcqcn on a switch", "    sw1: {kind: switch, ports: 4}", "    sw1: {kind: switch, ports: 4, dcqcn: {profile: paper}}",
