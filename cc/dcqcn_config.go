@@ -147,6 +147,10 @@ func (c *DCQCN) Validate() error {
 		return fmt.Errorf("rp_min_rate: must be > 0 Mb/s, got %g", c.RPMinRate)
 	case c.RPMaxRate < 0:
 		return fmt.Errorf("rp_max_rate: must be >= 0 Mb/s, got %g", c.RPMaxRate)
+	case c.RPMaxRate > 0 && c.RPMinRate > c.RPMaxRate:
+		// The cap wins (NewRP clamps the floor to it): the floor would be
+		// ignored without a word.
+		return fmt.Errorf("rp_min_rate: %g Mb/s is above rp_max_rate %g Mb/s: a floor above the cap", c.RPMinRate, c.RPMaxRate)
 	case c.RPGD < 10 || c.RPGD > 20:
 		return fmt.Errorf("rp_gd: must be in 10..20, got %d", c.RPGD)
 	case c.RPMinDecFac < 0 || c.RPMinDecFac >= 100:

@@ -2,6 +2,7 @@ package cc
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
@@ -240,6 +241,17 @@ func TestValidate(t *testing.T) {
 	bad.NPCNPPrio = 9
 	if err := bad.Validate(); err == nil {
 		t.Fatal("np_cnp_prio 9 accepted")
+	}
+	// A floor above the cap: NewRP clamped the floor to the cap, ignoring
+	// it without a word. A cap of 0 is the line rate.
+	bad = NVIDIAProfile()
+	bad.RPMinRate, bad.RPMaxRate = 40000, 20000
+	if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "rp_min_rate: ") {
+		t.Fatalf("rp_min_rate above rp_max_rate: %v", err)
+	}
+	bad.RPMaxRate = 0
+	if err := bad.Validate(); err != nil {
+		t.Fatal(err)
 	}
 }
 

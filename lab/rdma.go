@@ -149,11 +149,21 @@ func (d *decoder) dcqcn(path string, v any) *cc.DCQCN {
 	}
 	m.done(known...)
 	if err := prof.Validate(); err != nil {
-		// cc names the knob first ("rp_gd: must be ..."): point at it.
+		// cc names the knob first ("rp_gd: must be ..."): point at it,
+		// or, when the section leaves it to the profile, at another knob
+		// the message names that the section writes (rp_min_rate of the
+		// profile above a written rp_max_rate).
 		at := path
-		if knob, _, ok := strings.Cut(err.Error(), ":"); ok {
+		if knob, rest, ok := strings.Cut(err.Error(), ":"); ok {
 			if _, p, written := m.get(knob); written {
 				at = p
+			} else {
+				for _, name := range sortedKeys(dcqcnKnobs) {
+					if _, p, written := m.get(name); written && strings.Contains(rest, name) {
+						at = p
+						break
+					}
+				}
 			}
 		}
 		d.errorf(at, "%v", err)

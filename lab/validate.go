@@ -119,6 +119,7 @@ func (d *decoder) validate(s *Spec) {
 		d.validateFlow(s, f)
 	}
 	d.validateRDMA(s)
+	d.checkConsistency(s) // consistency.go
 }
 
 // validatePFCRefresh checks a switch's pfc_refresh against each port's
