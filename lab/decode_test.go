@@ -170,6 +170,18 @@ traffic:
 			t.Errorf("got %v\nwant %s", err, c.want)
 		}
 	}
+	// An invalid max_vls is the only error: the tables written for it are
+	// not checked against the default max_vls 1 ("ib.sl2vl: SL 1 -> "1": a
+	// VL is 0..0 (max_vls 1)", "vlarb_low[1]: 1 is out of range [0, 0]").
+	bad := strings.Replace(y, "max_vls: 4", "max_vls: 9\n  sl2vl: \"0,1,2,3,0,1,2,3,0,1,2,3,0,1,2,3\"", 1)
+	if _, err := Parse("ib.yaml", []byte(bad)); err == nil || err.Error() != "ib.yaml:12: ib.max_vls: 9 is out of range [1, 8]" {
+		t.Errorf("max_vls 9: %v", err)
+	}
+	// Nor in a node's section that inherits it.
+	bad = strings.Replace(bad, "ib: {vl_buffer: 32KiB}", "ib: {vl_buffer: 32KiB, vlarb_low: \"0:4,2:4\"}", 1)
+	if _, err := Parse("ib.yaml", []byte(bad)); err == nil || err.Error() != "ib.yaml:12: ib.max_vls: 9 is out of range [1, 8]" {
+		t.Errorf("max_vls 9, the switch's own tables: %v", err)
+	}
 	if _, err := Parse("ib.yaml", []byte(strings.Replace(y, "ib: {vl_buffer: 32KiB}", "ib: {vl_buffer: 2KiB}", 1))); err == nil ||
 		!strings.Contains(err.Error(), "vl_buffer 2048 bytes cannot hold one packet of sw:p1 (4178 bytes at MTU 4096)") {
 		t.Errorf("small VL buffer: %v", err)

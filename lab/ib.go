@@ -83,23 +83,27 @@ func (d *decoder) ibConfig(path string, v any, base *IBConfig) *IBConfig {
 	if m == nil {
 		return &c
 	}
+	// The SL2VL and arbitration tables are checked against max_vls; when
+	// max_vls itself is refused they are not checked at all (against the
+	// previous max_vls every VL above 0 was named out of range too).
 	if v, p, ok := m.get("max_vls"); ok {
-		if x, ok := d.integer(p, v, 1, 8); ok {
-			if x != int64(c.MaxVLs) {
-				c.MaxVLs = int(x)
-				c.setDefaultTables()
-			}
+		x, ok := d.integer(p, v, 1, 8)
+		c.badVLs = !ok
+		if ok && x != int64(c.MaxVLs) {
+			c.MaxVLs = int(x)
+			c.setDefaultTables()
 		}
 	}
-	if v, p, ok := m.get("sl2vl"); ok {
+	vlsOK := !c.badVLs
+	if v, p, ok := m.get("sl2vl"); ok && vlsOK {
 		if t, ok := d.sl2vl(p, v, c.MaxVLs); ok {
 			c.SL2VL = t
 		}
 	}
-	if v, p, ok := m.get("vlarb_high"); ok {
+	if v, p, ok := m.get("vlarb_high"); ok && vlsOK {
 		c.VLArbHigh = d.vlarb(p, v, c.MaxVLs)
 	}
-	if v, p, ok := m.get("vlarb_low"); ok {
+	if v, p, ok := m.get("vlarb_low"); ok && vlsOK {
 		c.VLArbLow = d.vlarb(p, v, c.MaxVLs)
 		if len(c.VLArbLow) == 0 && len(c.VLArbHigh) == 0 {
 			d.errorf(p, "both VL arbitration tables are empty: no VL could ever send")

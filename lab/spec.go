@@ -441,6 +441,10 @@ type IBConfig struct {
 	// the switches, CN packets and CCTI pacing in the hosts (ibcc.go).
 	// nil: off.
 	CC *IBCC
+
+	// badVLs: the file's max_vls was refused, so tables checked against
+	// it (here or in a node's section that inherits it) are not checked.
+	badVLs bool
 }
 
 // VLArbEntry is one VL arbitration table entry.
