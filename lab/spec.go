@@ -168,7 +168,8 @@ type Node struct {
 type PFCStorm struct {
 	Priority    uint8
 	Start, Stop clock.Time // Stop 0: until the end of the run
-	// Interval between XOFF frames; 0: just before the quanta expire.
+	// Interval between XOFF frames; 0: half the pause quanta at the link
+	// rate (wire.XoffRefresh), which keeps the peer paused without a gap.
 	Interval clock.Time
 }
 

@@ -1,13 +1,16 @@
 package nicd
 
 import (
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/wire"
 )
 
 // setupStorm makes a node with a pfc_storm section keep asserting XOFF
 // for its priority between Start and Stop (times since the daemon
-// started), re-sent before the pause quanta run out: the faulty NIC of
-// the lab file, in real time.
+// started), re-sent every Interval or, without one, every half of the
+// pause quanta (wire.XoffRefresh, as the simulator's storming host): the
+// faulty NIC of the lab file, in real time.
 func (d *Daemon) setupStorm() {
 	n := d.opts.Spec.Node(d.opts.Node)
 	if n == nil || n.Storm == nil {
@@ -15,10 +18,7 @@ func (d *Daemon) setupStorm() {
 	}
 	s := *n.Storm
 	const quanta = 0xFFFF
-	every := s.Interval
-	if every <= 0 {
-		every = wire.QuantaToTime(quanta, d.cfg.NIC.Rate) * 9 / 10
-	}
+	every := stormEvery(s, d.cfg.NIC.Rate)
 	var times [8]uint16
 	times[s.Priority&7] = quanta
 	d.storm = d.clk.NewTimer(func() {
@@ -31,4 +31,15 @@ func (d *Daemon) setupStorm() {
 	})
 	d.storm.Reset(s.Start)
 	d.log.Printf("config: pfc_storm on priority %d from %v every %v", s.Priority, s.Start, every)
+}
+
+// stormEvery is the period of a storm's XOFFs at rate: its interval, or
+// half the pause of one XOFF. It was nine tenths of the pause here and half
+// in the simulator, while the lab file's documentation said "just before
+// the quanta expire".
+func stormEvery(s lab.PFCStorm, rate uint64) clock.Time {
+	if s.Interval > 0 {
+		return s.Interval
+	}
+	return wire.XoffRefresh(0xFFFF, rate)
 }

@@ -116,7 +116,7 @@ const (
 type PFCStorm struct {
 	Priority    int
 	Start, Stop clock.Time
-	Interval    clock.Time // zero: just before the quanta expire
+	Interval    clock.Time // zero: half the pause quanta (wire.XoffRefresh): the peer stays paused
 }
 
 // HostConfig describes one simulated host (a traffic endpoint until the NIC

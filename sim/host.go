@@ -513,7 +513,7 @@ func (h *Host) stormTick() {
 	h.stormDue = true
 	iv := st.Interval
 	if iv <= 0 {
-		iv = max(wire.QuantaToTime(0xFFFF, h.link.Cfg.Rate)/2, clock.Nanosecond)
+		iv = wire.XoffRefresh(0xFFFF, h.link.Cfg.Rate)
 	}
 	h.storm.Reset(now + iv)
 	h.kick()

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // pair builds two hosts joined by one link.
@@ -127,4 +128,43 @@ func TestDeterminism(t *testing.T) {
 		t.Fatal("different seeds, identical results")
 	}
 	t.Logf("seed 11: %d events, poisson flow %d messages, p99 FCT %v", a.Events, a.Flows[0].Msg.Count, a.Flows[0].Msg.P99)
+}
+
+// TestStormDefaultInterval: a storming host without an interval re-sends
+// its XOFF every half of the pause (wire.XoffRefresh), so its peer stays
+// paused without a gap from the first XOFF's arrival to the storm's end
+// plus one pause, and sends about two XOFFs per pause time.
+func TestStormDefaultInterval(t *testing.T) {
+	const rate = 100e9
+	delay := clock.Microsecond
+	start, stop := 10*clock.Microsecond, 2*clock.Millisecond
+	s := New(Options{Seed: 1, Duration: 3 * clock.Millisecond})
+	for _, hc := range []HostConfig{{Name: "h1", Storm: &PFCStorm{Priority: 3, Start: start, Stop: stop}}, {Name: "h2"}} {
+		if err := s.AddHost(hc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Connect(PortRef{"h1", 0}, PortRef{"h2", 0}, LinkConfig{Rate: rate, Delay: delay, MTU: 4200}); err != nil {
+		t.Fatal(err)
+	}
+	pause := wire.QuantaToTime(0xFFFF, rate)
+	gaps := 0
+	for at := start + delay + clock.Microsecond; at < stop; at += clock.Microsecond {
+		s.At(at, func() {
+			if !s.Host("h2").Paused(3) {
+				gaps++
+			}
+		})
+	}
+	r, err := s.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gaps > 0 {
+		t.Errorf("h2 unpaused at %d of the storm's microseconds", gaps)
+	}
+	sent := r.Host("h1").Stats.TxPFC
+	if want := uint64((stop-start)/(pause/2)) + 1; sent != want {
+		t.Errorf("%d storm XOFFs in %v, want %d (one every %v)", sent, stop-start, want, pause/2)
+	}
 }

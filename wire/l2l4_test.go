@@ -360,6 +360,12 @@ func TestQuanta(t *testing.T) {
 			t.Errorf("TimeToQuanta(%v, %d) = %d, want %d", tc.want, tc.bps, got, tc.q)
 		}
 	}
+	if got := wire.XoffRefresh(0xFFFF, 100e9); got != 335539200*clock.Picosecond/2 {
+		t.Errorf("XoffRefresh(0xFFFF, 100G) = %v, want half the quanta", got)
+	}
+	if got := wire.XoffRefresh(1, 400e9); got != clock.Nanosecond {
+		t.Errorf("XoffRefresh(1, 400G) = %v, want the 1 ns floor", got)
+	}
 	if q := wire.TimeToQuanta(5121, 100e9); q != 2 {
 		t.Errorf("rounding up: %d", q)
 	}

@@ -122,6 +122,17 @@ func DecodeMACControl(frame []byte, mc *MACControl) error {
 	return nil
 }
 
+// XoffRefresh is how often a sender that keeps its peer paused re-sends an
+// XOFF of q quanta at bps: half the pause time (at least 1 ns), so each
+// XOFF lands while the previous one still holds, with a margin for an XOFF
+// that waits behind a full frame or is lost. A switch's default
+// pfc_refresh is the same; a storming NIC (the lab's pfc_storm without an
+// interval) uses it in the simulator and in emunic, and keeps the peer
+// paused without a gap, as a NIC with a stuck receive pipeline does.
+func XoffRefresh(q uint16, bps uint64) clock.Time {
+	return max(QuantaToTime(q, bps)/2, clock.Nanosecond)
+}
+
 // QuantaToTime converts pause quanta to time at a link speed: one quantum is
 // 512 bit times (802.3 §31B.3.1), 5.12 ns at 100 Gb/s.
 func QuantaToTime(q uint16, bps uint64) clock.Time {
