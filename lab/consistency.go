@@ -4,16 +4,39 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // Settings that are each in range but say something surprising together
-// or with the topology: warnings, since the lab still runs (contradictions
-// that mean nothing are errors where the settings are read, such as
-// rp_min_rate above rp_max_rate in cc.DCQCN.Validate). validate calls
-// checkConsistency once the flows and the RDMA NICs are settled.
+// or with the topology: mostly warnings, since the lab still runs
+// (contradictions between two knobs of one section are errors where the
+// section is read, such as rp_min_rate above rp_max_rate in
+// cc.DCQCN.Validate). validate calls checkConsistency once the links, the
+// flows and the RDMA NICs are settled.
 func (d *decoder) checkConsistency(s *Spec) {
+	d.checkStormInterval(s)
 	d.checkDCQCNFloor(s)
 	d.checkIBServedVLs(s)
+}
+
+// checkStormInterval refuses a pfc_storm interval shorter than one PFC
+// frame on the node's link: the NIC cannot send faster than back to back,
+// and the simulator would still wake for every interval (1ps: 10^8 events
+// per 100 µs of a run, which never ends in practice).
+func (d *decoder) checkStormInterval(s *Spec) {
+	for _, n := range s.Nodes {
+		st := n.Storm
+		if st == nil || st.Interval <= 0 || len(n.Ports) == 0 || n.Ports[0].Link == nil {
+			continue
+		}
+		rate := n.Ports[0].Link.Rate
+		if floor := clock.SerializationTime(wire.MACControlFrameSize, rate); st.Interval < floor {
+			d.errorf("topology.nodes."+n.Name+".pfc_storm.interval", "interval %v is shorter than one PFC frame on %s's %s link (%d bytes: %v): XOFFs cannot leave faster; 0 re-sends every half of the pause",
+				st.Interval, n.Name, FormatRate(rate), wire.MACControlFrameSize, floor)
+		}
+	}
 }
 
 // written reports whether the file writes the key at path itself (not
