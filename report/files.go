@@ -26,12 +26,12 @@ const maxChartLines = 10
 //	rdma_qps.csv       one row per QP of the RDMA flows: throughput, FCT, CNPs, retransmissions
 //	nic_counters.csv   one row per NIC and counter (hw_counters, per-priority ethtool)
 //	ports.csv          one row per switch port and priority: every counter (IB: per data VL, credits and FECN)
-//	queues.csv         time series: queue bytes, paused, xoff per port/priority
+//	queues.csv         time series: queue bytes, paused, xoff per port/priority (IB: per VL, credits)
 //	flow_rates.csv     time series: received Gb/s per flow
 //	host_pause.csv     time series: paused state per host/priority
 //	queues.svg         queue depth over time (the deepest queues)
 //	throughput.svg     per-flow throughput over time
-//	pause.svg          when each queue was paused by PFC or asserted XOFF
+//	pause.svg          when each queue was paused by PFC or asserted XOFF (IB: short of credit)
 func WriteFiles(dir string, spec *lab.Spec, r *sim.Results) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -52,6 +52,7 @@ func WriteFiles(dir string, spec *lab.Spec, r *sim.Results) ([]string, error) {
 		{"flows.csv", func(r *sim.Results) ([]byte, error) { return flowsCSV(spec, r) }},
 		{"ports.csv", func(r *sim.Results) ([]byte, error) { return portsCSV(spec, r) }},
 	}
+	ib := spec.Fabric == lab.FabricIB
 	if len(r.RDMA) > 0 {
 		files = append(files, []struct {
 			name string
@@ -66,12 +67,12 @@ func WriteFiles(dir string, spec *lab.Spec, r *sim.Results) ([]string, error) {
 			name string
 			fn   func(*sim.Results) ([]byte, error)
 		}{
-			{"queues.csv", queuesCSV},
+			{"queues.csv", func(r *sim.Results) ([]byte, error) { return queuesCSV(r, ib) }},
 			{"flow_rates.csv", flowRatesCSV},
 			{"host_pause.csv", hostPauseCSV},
-			{"queues.svg", queuesSVG},
+			{"queues.svg", func(r *sim.Results) ([]byte, error) { return queuesSVG(r, ib) }},
 			{"throughput.svg", throughputSVG},
-			{"pause.svg", pauseSVG},
+			{"pause.svg", func(r *sim.Results) ([]byte, error) { return pauseSVG(r, ib) }},
 		}...)
 	}
 	for _, f := range files {
@@ -101,6 +102,24 @@ func us(t clock.Time) string {
 }
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', 8, 64) }
 
+// usSet is us for a time that is 0 until it happens (an FCT): empty
+// until then, so a CSV reader does not take 0 for a measurement.
+func usSet(t clock.Time) string {
+	if t == 0 {
+		return ""
+	}
+	return us(t)
+}
+
+// msgFCTs are the msg_fct_mean/p50/p99/max_us cells: empty without a
+// completed message.
+func msgFCTs(m sim.FCTStats) []string {
+	if m.Count == 0 {
+		return []string{"", "", "", ""}
+	}
+	return []string{us(m.Mean), us(m.P50), us(m.P99), us(m.Max)}
+}
+
 func flowsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
 	head := []string{"flow", "src", "dst", "priority", "messages_sent", "messages_done", "tx_frames", "tx_bytes", "rx_frames", "rx_bytes",
 		"psn_gaps", "start_us", "first_rx_us", "last_rx_us", "fct_us", "throughput_gbps", "goodput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us"}
@@ -119,10 +138,16 @@ func flowsCSV(spec *lab.Spec, r *sim.Results) ([]byte, error) {
 			}
 			dst += d
 		}
+		// Times that do not exist yet are empty, not 0: no packet
+		// received, the flow not finished, no message completed.
+		firstRx, lastRx := "", ""
+		if f.RxFrames > 0 {
+			firstRx, lastRx = us(f.FirstRx), us(f.LastRx)
+		}
 		row := []string{f.Name, f.Src, dst, strconv.Itoa(f.Priority), strconv.Itoa(f.MessagesSent), strconv.Itoa(f.MessagesDone),
 			u(f.TxFrames), u(f.TxBytes), u(f.RxFrames), u(f.RxBytes), u(f.PSNGaps),
-			us(f.Start), us(f.FirstRx), us(f.LastRx), us(f.FCT), ff(f.Throughput / 1e9), ff(f.Goodput / 1e9),
-			us(f.Msg.Mean), us(f.Msg.P50), us(f.Msg.P99), us(f.Msg.Max)}
+			us(f.Start), firstRx, lastRx, usSet(f.FCT), ff(f.Throughput / 1e9), ff(f.Goodput / 1e9)}
+		row = append(row, msgFCTs(f.Msg)...)
 		if ib {
 			c := f.IBCC
 			switch {
@@ -215,13 +240,24 @@ func dropCells(c *switchcore.PrioCounters) []string {
 	return out
 }
 
-func queuesCSV(r *sim.Results) ([]byte, error) {
+// queuesCSV is the queue time series. An IB lab's has a vl column and the
+// VL's credits (64-byte blocks it may still send) and credit starvation
+// instead of PFC's paused and xoff, which an IB link never has.
+func queuesCSV(r *sim.Results, ib bool) ([]byte, error) {
 	rows := [][]string{{"time_us", "switch", "port", "port_name", "priority", "queue_bytes", "paused", "xoff"}}
+	if ib {
+		rows = [][]string{{"time_us", "switch", "port", "port_name", "vl", "queue_bytes", "credits", "credit_starved"}}
+	}
 	for _, q := range r.Series.Queues {
 		name := portName(r, q.Switch, q.Port)
 		for i, t := range r.Series.Times {
-			rows = append(rows, []string{us(t), q.Switch, strconv.Itoa(q.Port), name, strconv.Itoa(q.Prio),
-				strconv.Itoa(at(q.Bytes, i)), b01(atB(q.Paused, i)), b01(atB(q.Xoff, i))})
+			row := []string{us(t), q.Switch, strconv.Itoa(q.Port), name, strconv.Itoa(q.Prio), strconv.Itoa(at(q.Bytes, i))}
+			if ib {
+				row = append(row, strconv.Itoa(at(q.Credits, i)), b01(atB(q.Starved, i)))
+			} else {
+				row = append(row, b01(atB(q.Paused, i)), b01(atB(q.Xoff, i)))
+			}
+			rows = append(rows, row)
 		}
 	}
 	return writeCSV(rows)
@@ -282,7 +318,11 @@ func timesUS(r *sim.Results) []float64 {
 	return x
 }
 
-func queuesSVG(r *sim.Results) ([]byte, error) {
+func queuesSVG(r *sim.Results, ib bool) ([]byte, error) {
+	class := "prio"
+	if ib {
+		class = "VL"
+	}
 	x := timesUS(r)
 	type cand struct {
 		line Line
@@ -298,7 +338,7 @@ func queuesSVG(r *sim.Results) ([]byte, error) {
 			y[i] = float64(v) / 1024
 		}
 		if peak > 0 {
-			cs = append(cs, cand{Line{Name: fmt.Sprintf("%s:%s prio %d", q.Switch, portName(r, q.Switch, q.Port), q.Prio), X: x, Y: y}, peak})
+			cs = append(cs, cand{Line{Name: fmt.Sprintf("%s:%s %s %d", q.Switch, portName(r, q.Switch, q.Port), class, q.Prio), X: x, Y: y}, peak})
 		}
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].peak > cs[j].peak })
@@ -358,7 +398,9 @@ func throughputSVG(r *sim.Results) ([]byte, error) {
 
 // pauseSVG draws, per queue that was ever paused (egress paused by received
 // PFC) or asserting XOFF, and per host priority ever paused, when it was.
-func pauseSVG(r *sim.Results) ([]byte, error) {
+// An IB link never pauses: for an IB lab it draws when each switch VL was
+// short of credit with bytes queued.
+func pauseSVG(r *sim.Results, ib bool) ([]byte, error) {
 	x := timesUS(r)
 	interval := float64(r.Series.Interval) / float64(clock.Microsecond)
 	spans := func(v []bool) []Interval {
@@ -379,6 +421,26 @@ func pauseSVG(r *sim.Results) ([]byte, error) {
 	t := &Timeline{Title: "PFC pause state (sampled)", XLabel: "time (µs)", XMin: 0, XMax: float64(r.End) / float64(clock.Microsecond)}
 	const maxRows = 40
 	var rows []Row
+	if ib {
+		t.Title = "IB VLs short of credit (sampled)"
+		t.Note = "on: bytes queued and fewer credits than one full-size packet"
+		for _, q := range r.Series.Queues {
+			if s := spans(q.Starved); len(s) > 0 {
+				rows = append(rows, Row{Name: fmt.Sprintf("%s:%s VL %d", q.Switch, portName(r, q.Switch, q.Port), q.Prio), On: s})
+			}
+		}
+		if len(rows) > maxRows {
+			t.Note += fmt.Sprintf("; %d of %d rows, all are in queues.csv (credit_starved)", maxRows, len(rows))
+			rows = rows[:maxRows]
+		}
+		if len(rows) == 0 {
+			t.Note = "no VL was short of credit at any sample"
+		}
+		t.Rows = rows
+		var b bytes.Buffer
+		err := t.WriteSVG(&b)
+		return b.Bytes(), err
+	}
 	for _, q := range r.Series.Queues {
 		name := fmt.Sprintf("%s:%s p%d", q.Switch, portName(r, q.Switch, q.Port), q.Prio)
 		if s := spans(q.Paused); len(s) > 0 {

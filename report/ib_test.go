@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -42,6 +43,21 @@ func ibResults() *sim.Results {
 	p1.Prio[0].TxPackets, p1.Prio[0].CreditStalls, p1.Prio[0].XmitWaitPs = 32, 7, int64(3*clock.Microsecond)
 	p1.Prio[0].FECNMarked, p1.Prio[0].QueueWatermark = 12, 64<<10
 	r.Ports = []sim.PortResult{p0, p1}
+	return r
+}
+
+// ibSeries adds a sampled VL queue that runs short of credit at 30 us.
+func ibSeries(r *sim.Results) *sim.Results {
+	r.Series = &sim.Series{Interval: 10 * clock.Microsecond}
+	q := sim.QueueSeries{Switch: "sw1", Port: 1, Prio: 0}
+	for i := 1; i <= 5; i++ {
+		r.Series.Times = append(r.Series.Times, clock.Time(i)*10*clock.Microsecond)
+		q.Bytes = append(q.Bytes, []int{0, 4096, 65536, 8192, 0}[i-1])
+		q.Paused, q.Xoff = append(q.Paused, false), append(q.Xoff, false)
+		q.Credits = append(q.Credits, []int{1024, 900, 3, 200, 1024}[i-1])
+		q.Starved = append(q.Starved, i == 3)
+	}
+	r.Series.Queues = []sim.QueueSeries{q}
 	return r
 }
 
@@ -131,6 +147,47 @@ func TestIBWriteFiles(t *testing.T) {
 	} {
 		if got := cell(c.file, c.key, c.col); got != c.want {
 			t.Errorf("%s %s %s = %q, want %q", c.file, c.key, c.col, got, c.want)
+		}
+	}
+}
+
+// TestIBSeriesFiles: an IB lab's queue series, chart and pause chart speak
+// of VLs and credits: queues.csv has vl, credits and credit_starved (no
+// PFC paused/xoff), queues.svg names its lines "VL", and pause.svg, titled
+// "PFC pause state" with "prio" rows and always empty on IB, draws when a
+// VL was short of credit.
+func TestIBSeriesFiles(t *testing.T) {
+	spec, err := lab.Parse("small-ib.yaml", []byte(ibLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := WriteFiles(dir, spec, ibSeries(ibResults())); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	q := read("queues.csv")
+	golden(t, "ib_queues.csv", []byte(q))
+	if !strings.HasPrefix(q, "time_us,switch,port,port_name,vl,queue_bytes,credits,credit_starved\n") || !strings.Contains(q, "\n30,sw1,1,p2,0,65536,3,1\n") {
+		t.Errorf("queues.csv:\n%s", q)
+	}
+	_, texts := wellFormed(t, read("queues.svg"))
+	if !slices.Contains(texts, "sw1:p2 VL 0") {
+		t.Errorf("queues.svg labels %q", texts)
+	}
+	_, texts = wellFormed(t, read("pause.svg"))
+	if !slices.Contains(texts, "IB VLs short of credit (sampled)") || !slices.Contains(texts, "sw1:p2 VL 0") {
+		t.Errorf("pause.svg texts %q", texts)
+	}
+	for _, x := range texts {
+		if strings.Contains(x, "PFC") || strings.Contains(x, "prio") {
+			t.Errorf("pause.svg of an IB lab says %q", x)
 		}
 	}
 }

@@ -143,8 +143,8 @@ func rdmaQPsCSV(r *sim.Results) ([]byte, error) {
 		for _, q := range f.QPs {
 			rows = append(rows, []string{f.Name, f.Op, f.Src, f.Dst, strconv.Itoa(f.Priority), strconv.Itoa(f.Size),
 				u(uint64(q.SrcQPN)), u(uint64(q.DstQPN)), strconv.Itoa(q.Posted), strconv.Itoa(q.Completed), strconv.Itoa(q.Failed), q.FirstError,
-				u(q.Bytes), us(q.FirstPost), us(q.LastCompletion), us(q.FCT), ff(q.Throughput / 1e9),
-				us(q.Msg.Mean), us(q.Msg.P50), us(q.Msg.P99), us(q.Msg.Max),
+				u(q.Bytes), us(q.FirstPost), usSet(q.LastCompletion), usSet(q.FCT), ff(q.Throughput / 1e9),
+				msgFCTs(q.Msg)[0], msgFCTs(q.Msg)[1], msgFCTs(q.Msg)[2], msgFCTs(q.Msg)[3],
 				u(q.CNPsSent), u(q.CNPHandled), u(q.CNPIgnored), u(q.Retransmitted), u(q.Timeouts), u(q.SeqNAKs), u(q.RNRNAKs), ff(float64(q.FinalRate) / 1e9)})
 		}
 	}

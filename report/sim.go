@@ -54,6 +54,7 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 			t.Add(name, "", "", "", fmt.Sprintf("%d/%d", done, started), Bytes(sent), Bytes(recv), "", "", Gbps(goodput), "", "", "", strconv.FormatUint(gaps, 10))
 		}
 		t.Write(ew)
+		fmt.Fprintf(ew, "(msgs done/sent: messages received / sent in full; sent and received bytes include messages cut off by the end of the run)\n")
 		fmt.Fprintf(ew, "(throughput to last rx: payload received / (last rx - first byte sent); goodput over run: payload received / the whole %v)\n", r.End)
 		if len(r.Flows) > MaxRows {
 			fmt.Fprintf(ew, "(the first %d of %d flows; -o DIR writes all of them to flows.csv)\n", MaxRows, len(r.Flows))

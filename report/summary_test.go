@@ -134,3 +134,32 @@ func TestWriteFilesGolden(t *testing.T) {
 		golden(t, filepath.Base(p), b)
 	}
 }
+
+// TestFlowsCSVEmptyTimes: in flows.csv a time that has not happened is an
+// empty field: fct_us of an unfinished flow was 0, as if it had finished
+// at once; likewise the message FCTs before a message completes and the
+// receive times of a flow that received nothing.
+func TestFlowsCSVEmptyTimes(t *testing.T) {
+	spec, err := lab.Parse("small.yaml", []byte(smallLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := results()
+	r.Flows = append(r.Flows,
+		sim.FlowResult{Name: "stuck", Src: "h1", Dst: []string{"h2"}, TxFrames: 4, TxBytes: 16 << 10, RxFrames: 2, RxBytes: 8 << 10,
+			MessagesSent: 0, Start: 5 * clock.Microsecond, FirstRx: 7 * clock.Microsecond, LastRx: 8 * clock.Microsecond},
+		sim.FlowResult{Name: "silent", Src: "h2", Dst: []string{"h1"}})
+	b, err := flowsCSV(spec, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nstuck,h1,h2,0,0,0,4,16384,2,8192,0,5,7,8,,", // fct_us empty
+		",,,,\n", // and the message FCTs
+		"\nsilent,h2,h1,0,0,0,0,0,0,0,0,0,,,,0,0,,,,\n",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("flows.csv lacks %q:\n%s", want, b)
+		}
+	}
+}

@@ -203,3 +203,62 @@ topology:
 		t.Errorf("%s: xoff %d, below the %d bytes a 10 us link has in flight", name, got, need)
 	}
 }
+
+// TestIBSeriesVLs: an IB lab's queue series sample the VLs the flows take
+// at the switches, with the credits and credit starvation of each. They
+// sampled the flows' SLs as queues: with SL 1 on one data VL that was an
+// always-empty queue 1, and VL 0, which carried everything, was not
+// sampled at all.
+func TestIBSeriesVLs(t *testing.T) {
+	const y = `name: vls
+fabric: ib
+topology:
+  nodes:
+    sw1: {kind: switch}
+    sw2: {kind: switch}
+    h1: {kind: nic}
+    h2: {kind: nic}
+    h3: {kind: nic}
+    h4: {kind: nic}
+  links:
+    - endpoints: [h1:ib0, sw1:p1]
+    - endpoints: [h2:ib0, sw1:p2]
+    - endpoints: [sw1:p3, sw2:p3]
+    - endpoints: [h3:ib0, sw2:p1]
+    - endpoints: [h4:ib0, sw2:p2]
+traffic:
+  - {name: f, src: [h1, h2, h4], dst: h3, size: 64KiB, sl: 1}
+sim: {duration: 200us, sample_interval: 5us}
+`
+	spec, err := lab.Parse("vls.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Build(spec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starved := 0
+	for _, q := range r.Series.Queues {
+		if q.Prio != 0 {
+			t.Errorf("sampled %s port %d queue %d: the flows' SL, not a VL", q.Switch, q.Port, q.Prio)
+		}
+		if len(q.Credits) != len(r.Series.Times) || len(q.Starved) != len(r.Series.Times) {
+			t.Fatalf("%s port %d: %d credit samples, %d starved, %d times", q.Switch, q.Port, len(q.Credits), len(q.Starved), len(r.Series.Times))
+		}
+		for _, b := range q.Starved {
+			if b {
+				starved++
+			}
+		}
+	}
+	// 3:1 into h3, two of them across sw1 -> sw2: sw2's buffer for that
+	// link fills with packets for h3 and sw1:p3 waits for its credits.
+	if len(r.Series.Queues) != 6 || starved == 0 {
+		t.Errorf("%d queues sampled, %d starved samples", len(r.Series.Queues), starved)
+	}
+}

@@ -123,7 +123,9 @@ func (s *Sim) AddFlow(cfg FlowConfig) error {
 	for _, h := range f.dsts {
 		h.addSink(f)
 	}
-	s.prios |= 1 << (f.prio & 7)
+	if src.cfg.Fabric != FabricIB {
+		s.prios |= 1 << (f.prio & 7) // IB: the switches' VLs, ibVLs
+	}
 	return nil
 }
 

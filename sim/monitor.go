@@ -1,6 +1,9 @@
 package sim
 
-import "github.com/emufabric/emufabric/clock"
+import (
+	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/wire"
+)
 
 // deadlockDetector watches for a fabric that has stopped: every source has
 // stopped, switch queues hold bytes, and no data frame was delivered on any
@@ -83,8 +86,9 @@ func (s *Sim) startSampling() {
 	sr := &Series{Interval: iv}
 	prios := s.opt.SeriesPriorities
 	if prios == nil {
+		mask := s.prios | s.ibVLs()
 		for p := 0; p < 8; p++ {
-			if s.prios&(1<<p) != 0 {
+			if mask&(1<<p) != 0 {
 				prios = append(prios, p)
 			}
 		}
@@ -117,16 +121,56 @@ func (s *Sim) startSampling() {
 	s.sampler.Reset(iv)
 }
 
+// ibVLs is the VLs the IB flows' packets take at the switches (SL2VL of
+// each switch for each flow's SL), as a mask: the queues to sample. An IB
+// raw flow's priority is its SL, not a queue.
+func (s *Sim) ibVLs() uint8 {
+	var sls uint16
+	for _, f := range s.flows {
+		if f.src.ib() {
+			sls |= 1 << (f.cfg.SL & 15)
+		}
+	}
+	for _, f := range s.rdma {
+		if f.src.ib() {
+			sls |= 1 << (f.cfg.SL & 15)
+		}
+	}
+	var vls uint8
+	for _, w := range s.switches {
+		if !w.ib() {
+			continue
+		}
+		for sl := range 16 {
+			if vl := w.cfg.IB.SL2VL[sl]; sls&(1<<sl) != 0 && vl < 8 {
+				vls |= 1 << vl
+			}
+		}
+	}
+	return vls
+}
+
 func (s *Sim) sample() {
 	sr := s.series
 	now := s.now
 	sr.Times = append(sr.Times, now)
 	for i := range sr.Queues {
 		qs := &sr.Queues[i]
-		sw := s.nodes[qs.Switch].(*simSwitch).sw
-		qs.Bytes = append(qs.Bytes, sw.QueueDepth(qs.Port, qs.Prio))
+		w := s.nodes[qs.Switch].(*simSwitch)
+		sw := w.sw
+		depth := sw.QueueDepth(qs.Port, qs.Prio)
+		qs.Bytes = append(qs.Bytes, depth)
 		qs.Paused = append(qs.Paused, sw.Paused(qs.Port, qs.Prio))
 		qs.Xoff = append(qs.Xoff, sw.XoffSent(qs.Port, qs.Prio))
+		if w.ib() {
+			avail, _ := sw.Credits(qs.Port, qs.Prio)
+			need := 1
+			if l := w.ports[qs.Port].link; l != nil && l.Cfg.MTU > 0 {
+				need = wire.CreditBlocks(l.Cfg.MTU + ibOverhead)
+			}
+			qs.Credits = append(qs.Credits, avail)
+			qs.Starved = append(qs.Starved, depth > 0 && avail < need)
+		}
 	}
 	for i := range sr.Hosts {
 		hs := &sr.Hosts[i]

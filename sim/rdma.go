@@ -124,7 +124,9 @@ func (s *Sim) AddRDMAFlow(cfg RDMAFlowConfig) error {
 			cfg.Name, cfg.Priority, cfg.Src, cfg.DSCP, f.prio)
 	}
 	s.rdma = append(s.rdma, f)
-	s.prios |= 1 << f.prio
+	if !src.ib() {
+		s.prios |= 1 << f.prio // IB: the switches' VLs, ibVLs
+	}
 	return nil
 }
 

@@ -121,7 +121,9 @@ type Series struct {
 
 // QueueSeries is one switch egress queue: depth in bytes, whether it was
 // paused by received PFC, and whether the switch asserted XOFF on the port
-// for that priority.
+// for that priority. On an IB switch Prio is the VL, Paused and Xoff stay
+// false (IB links have credits, not pauses) and the credit columns are
+// sampled instead.
 type QueueSeries struct {
 	Switch string
 	Port   int
@@ -129,6 +131,12 @@ type QueueSeries struct {
 	Bytes  []int
 	Paused []bool
 	Xoff   []bool
+	// IB: Credits are the 64-byte blocks the port may still send on the
+	// VL (its peer's credit limit less what it sent); Starved is whether
+	// the VL had bytes queued and fewer credits than one packet of the
+	// link's MTU takes (a smaller packet at the head might still go).
+	Credits []int
+	Starved []bool
 }
 
 // HostPauseSeries is whether a host's priority was paused at each sample.

@@ -65,6 +65,7 @@ func TestSimCommandExamples(t *testing.T) {
 			if strings.Contains(file, "ib-") {
 				// Per VL, with credits and FECN marks instead of PFC and ECN.
 				headers["ports.csv"] = "switch,port,port_name,peer,vl,rx_packets,rx_bytes,tx_packets,tx_bytes,credit_stalls,port_xmit_wait_us,fc_tx,fc_rx,fecn_marked,"
+				headers["queues.csv"] = "time_us,switch,port,port_name,vl,queue_bytes,credits,credit_starved"
 			}
 			for name, header := range headers {
 				b, err := os.ReadFile(filepath.Join(dir, name))
