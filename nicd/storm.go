@@ -34,9 +34,7 @@ func (d *Daemon) setupStorm() {
 }
 
 // stormEvery is the period of a storm's XOFFs at rate: its interval, or
-// half the pause of one XOFF. It was nine tenths of the pause here and half
-// in the simulator, while the lab file's documentation said "just before
-// the quanta expire".
+// half the pause of one XOFF, as the simulator's storming host.
 func stormEvery(s lab.PFCStorm, rate uint64) clock.Time {
 	if s.Interval > 0 {
 		return s.Interval
