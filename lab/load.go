@@ -55,6 +55,7 @@ func Parse(name string, data []byte) (*Spec, error) {
 		}
 		return nil, list
 	}
+	d.flushPortWarnings()
 	spec.Warnings = d.warns.sortDedup()
 	spec.source = data
 	return spec, nil
@@ -206,6 +207,10 @@ type decoder struct {
 	warns ErrorList
 	// dropped counts errors beyond maxErrors.
 	dropped int
+	// portWarns gathers warnings that differ only in the port they name
+	// (warnPorts), to be said once with the list of ports.
+	portWarns map[[2]string]*portWarn
+	portOrder [][2]string
 	// badNodes are topology.nodes entries already reported as invalid:
 	// a link or flow naming one is not reported again as an unknown node.
 	badNodes map[string]bool

@@ -225,7 +225,8 @@ func (d *decoder) validateQoS(s *Spec, sw *Node) {
 			// (SONiC headroom calculation; cc-anchors §4).
 			need := 2*uint64(p.Link.Delay)*p.Link.Rate/uint64(8*clock.Second) + 2*uint64(frame)
 			if bp.Xoff < need {
-				d.warnf(join(bp.path, "xoff"), "xoff %d bytes is below the %d bytes in flight on %s (2 × %v × %s + 2 frames): headroom may overflow", bp.Xoff, need, p, p.Link.Delay, FormatRate(p.Link.Rate))
+				// One warning per profile and link kind, naming every port.
+				d.warnPorts(join(bp.path, "xoff"), p.String(), "xoff %d bytes is below the %d bytes in flight on %%s (2 × %v × %s + 2 frames): headroom may overflow", bp.Xoff, need, p.Link.Delay, FormatRate(p.Link.Rate))
 			}
 		}
 	}

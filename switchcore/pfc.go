@@ -19,11 +19,7 @@ func (s *Switch) refreshPeriod(p *port) clock.Time {
 	if s.cfg.PFCRefresh > 0 {
 		return s.cfg.PFCRefresh
 	}
-	r := wire.QuantaToTime(s.pfcQuanta, p.speed) / 2
-	if r <= 0 {
-		r = clock.Nanosecond
-	}
-	return r
+	return wire.XoffRefresh(s.pfcQuanta, p.speed)
 }
 
 func (s *Switch) sendXoff(p *port, pg int) {
