@@ -122,6 +122,10 @@ type Daemon struct {
 	linkErr    error
 	listener   *rt.SeqpacketListener
 	pubLink    *rt.Port // linkPort, for readers of its atomic counters
+	// linkBase accumulates the counters of link ports that went away (a
+	// redialled or re-accepted link: each dial is a new rt.Port), so the
+	// link's transport totals never go back while the daemon runs.
+	linkBase linkStats
 
 	ctl         *controlServer
 	metrics     *http.Server

@@ -916,6 +916,24 @@ func TestReconnect(t *testing.T) {
 			t.Fatalf("write: %+v", wc)
 		}
 	}
+	// linkCounters are a node's link transport counters, which go on across
+	// re-accepts and redials (each connection is a new rt.Port).
+	linkCounters := func(node string) map[string]uint64 {
+		t.Helper()
+		r, err := dial(t, filepath.Join(dir, node+".sock")).Counters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Transport
+	}
+	notBack := func(node string, before, now map[string]uint64) {
+		t.Helper()
+		for _, k := range []string{"link_rx_frames", "link_rx_bytes", "link_tx_frames", "link_tx_bytes"} {
+			if now[k] < before[k] || before[k] == 0 {
+				t.Errorf("%s %s: %d before the new connection, %d after", node, k, before[k], now[k])
+			}
+		}
+	}
 	h1 := start("h1", "seqpacket-listen:")
 	defer h1.Close()
 	h2 := start("h2", "seqpacket-dial:")
@@ -923,19 +941,26 @@ func TestReconnect(t *testing.T) {
 	write()
 
 	// The dialler goes: the listener listens again; a new dialler connects.
+	before := linkCounters("h1")
 	h2.Close()
 	waitFor(t, "h1 waiting", func() bool { return state("h1") == LinkWaiting })
 	h2 = start("h2", "seqpacket-dial:")
 	waitFor(t, "h1 up again", func() bool { return state("h1") == LinkUp && state("h2") == LinkUp })
+	notBack("h1", before, linkCounters("h1"))
 	write()
 
 	// The listener goes: the dialler redials until a new listener is there.
+	before = linkCounters("h2")
 	h1.Close()
 	waitFor(t, "h2 down", func() bool { return state("h2") == LinkDown })
 	h1 = start("h1", "seqpacket-listen:")
 	defer h1.Close()
 	waitFor(t, "h2 up again", func() bool { return state("h1") == LinkUp && state("h2") == LinkUp })
+	notBack("h2", before, linkCounters("h2"))
 	write()
+	if now := linkCounters("h2"); now["link_rx_frames"] <= before["link_rx_frames"] {
+		t.Errorf("h2 link_rx_frames: %d before the redial, %d after a write over the new link", before["link_rx_frames"], now["link_rx_frames"])
+	}
 	h2.Close()
 }
 

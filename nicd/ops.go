@@ -3,13 +3,12 @@ package nicd
 import (
 	"errors"
 	"fmt"
-	"github.com/emufabric/emufabric/clock"
 	"strconv"
 	"strings"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
-	"github.com/emufabric/emufabric/rt"
 )
 
 // The control requests that are not the engine's (session.go) or a
@@ -185,20 +184,20 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		m["tap_unsupported_gso"] = t.Unsupported.Load()
 		m["tap_too_large"] = t.TooLarge.Load()
 	}
-	var lp = d.currentLinkPort()
-	if lp != nil {
-		c := &lp.Counters
-		m["link_rx_frames"] = c.RxFrames.Load()
-		m["link_rx_bytes"] = c.RxBytes.Load()
-		m["link_tx_frames"] = c.TxFrames.Load()
-		m["link_tx_bytes"] = c.TxBytes.Load()
-		m["link_tx_direct"] = c.TxDirect.Load()
-		m["link_tx_queue_drops"] = c.TxQueueDrops.Load()
-		m["link_tx_errors"] = c.TxErrors.Load()
-		m["link_rx_too_large"] = c.RxTooLarge.Load()
-		m["link_rx_link_errors"] = c.RxLinkErrors.Load()
-		if w, ok := lp.Link().(rt.Waiter); ok {
-			m["link_rx_ring_sleeps"], m["link_tx_ring_full"] = w.Waits()
+	// Cumulative over re-dials: a restarted switch's new connection is a
+	// new rt.Port whose counters start at 0 (linkCounters).
+	if c, ok := d.linkCounters(); ok {
+		m["link_rx_frames"] = c.RxFrames
+		m["link_rx_bytes"] = c.RxBytes
+		m["link_tx_frames"] = c.TxFrames
+		m["link_tx_bytes"] = c.TxBytes
+		m["link_tx_direct"] = c.TxDirect
+		m["link_tx_queue_drops"] = c.TxQueueDrops
+		m["link_tx_errors"] = c.TxErrors
+		m["link_rx_too_large"] = c.RxTooLarge
+		m["link_rx_link_errors"] = c.RxLinkErrors
+		if c.waiter {
+			m["link_rx_ring_sleeps"], m["link_tx_ring_full"] = c.RxSleeps, c.TxFull
 		}
 	}
 	m["link_rx_admin_down"] = d.rxAdminDown.Load()
