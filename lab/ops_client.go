@@ -125,8 +125,9 @@ func ParseProbability(s string) (float64, error) {
 
 // CaptureStream is a live capture from one daemon: after the daemon's OK
 // line, the connection carries a pcapng stream, one interface per
-// captured port in the order asked for. Close ends the capture (the
-// daemon stops when it sees the connection close).
+// captured port in the order asked for. CloseWrite ends the capture and
+// lets the stream end with the daemon's statistics; Close ends it at once
+// (the daemon stops when it sees the connection close).
 type CaptureStream struct {
 	conn net.Conn
 	r    *bufio.Reader
@@ -193,5 +194,16 @@ func (s *CaptureStream) Read(p []byte) (int, error) { return s.r.Read(p) }
 
 // Close ends the capture.
 func (s *CaptureStream) Close() error { return s.conn.Close() }
+
+// CloseWrite asks the daemon to end the capture and keeps the stream open:
+// the daemon stops capturing, writes the records it still holds and a
+// pcapng Interface Statistics Block per port (the records it was offered
+// and those a slow reader lost), and closes. Read to the end to have them.
+func (s *CaptureStream) CloseWrite() error {
+	if cw, ok := s.conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return s.conn.Close()
+}
 
 var _ io.ReadCloser = (*CaptureStream)(nil)

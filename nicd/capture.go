@@ -18,7 +18,13 @@ import (
 // pcapng stream (one Ethernet interface, the port) of every frame the NIC
 // receives from and sends to the wire, each with a comment naming its
 // direction and, for transmitted frames, the priority queue it left from.
-// It ends when the client closes the connection.
+// It ends when the client closes or half-closes the connection, or the
+// daemon stops: then the records still queued are written, and an
+// Interface Statistics Block with the frames this capture was offered
+// (isb_ifrecv) and lost to a slow reader (isb_ifdrop, every one, also
+// those after the last record, which no record's comment can report).
+// The daemon counts its capture losses as capture_drop (ethtool text,
+// emu_capture_dropped_records_total), as emuswitch does per port.
 
 // captureQueue is how many frames may wait for a slow capture client;
 // beyond it frames are left out of the capture (counted), never delayed.
@@ -34,8 +40,10 @@ type capRec struct {
 
 type capSub struct {
 	ch      chan capRec
-	dropped atomic.Uint64
-	pending uint64 // loop goroutine: drops not yet reported in a comment
+	recv    atomic.Uint64 // frames offered to this capture
+	dropped atomic.Uint64 // of them, left out (the queue was full)
+	pending uint64        // loop goroutine: drops not yet reported in a comment
+	start   time.Time
 }
 
 // capture copies f to every capture subscriber. Loop goroutine. The copy is
@@ -47,32 +55,45 @@ func (d *Daemon) capture(f *frame.Frame, tx bool) {
 	now := time.Now()
 	for _, s := range d.caps {
 		r := capRec{at: now, data: append([]byte(nil), f.Data...), tx: tx, prio: f.Priority, dropped: s.pending}
+		s.recv.Add(1)
 		select {
 		case s.ch <- r:
 			s.pending = 0
 		default:
 			s.pending++
 			s.dropped.Add(1)
+			d.captureDrops.Add(1)
 		}
 	}
 }
 
 // streamCapture runs a capture on an accepted control connection after
-// its OK line: it registers a subscriber on the loop, writes pcapng until
-// the client goes away or the daemon closes, and unregisters.
+// its OK line: it registers a subscriber on the loop and writes its
+// stream (writeCapture).
 func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
-	s := &capSub{ch: make(chan capRec, captureQueue)}
+	s := &capSub{ch: make(chan capRec, captureQueue), start: time.Now()}
 	if err := d.Do(func() { d.caps = append(d.caps, s) }); err != nil {
 		return err
 	}
-	defer d.Do(func() {
-		for i, x := range d.caps {
-			if x == s {
-				d.caps = append(d.caps[:i], d.caps[i+1:]...)
-				break
+	return d.writeCapture(c, rest, s)
+}
+
+// writeCapture writes subscriber s's records as pcapng to c until the
+// client goes away (rest, what it sends, ends: it closed or half-closed)
+// or the daemon closes; then it unregisters s and ends the stream with
+// the records still queued and the statistics block.
+func (d *Daemon) writeCapture(c io.Writer, rest io.Reader, s *capSub) error {
+	unsubscribe := func() {
+		d.Do(func() {
+			for i, x := range d.caps {
+				if x == s {
+					d.caps = append(d.caps[:i], d.caps[i+1:]...)
+					break
+				}
 			}
-		}
-	})
+		})
+	}
+	defer unsubscribe()
 	w, err := capture.NewNgWriter(c, "emunic")
 	if err != nil {
 		return err
@@ -92,29 +113,45 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	// The client ends a capture by closing; anything it sends is ignored.
+	// The client ends a capture by closing or half-closing; anything it
+	// sends is ignored.
 	gone := make(chan struct{})
 	go func() {
 		io.Copy(io.Discard, rest)
 		close(gone)
 	}()
+	write := func(r capRec) error {
+		comment := captureNote(r, ib)
+		if r.dropped > 0 {
+			comment = capture.GapComment(comment, r.dropped)
+		}
+		if ib {
+			t := uint8(capture.ERFTypeInfiniBand)
+			if len(r.data) == wire.IBLinkSize {
+				t = capture.ERFTypeInfiniBandLink
+			}
+			return w.WriteERF(id, r.at, t, 0, r.data, comment)
+		}
+		return w.WritePacket(id, r.at, r.data, comment)
+	}
+	// finish writes the records queued now and the statistics block. On
+	// the loop's side the capture is over first (when the loop still
+	// runs), so that nothing is offered after the counts are taken.
+	finish := func() {
+		unsubscribe()
+		for range len(s.ch) {
+			if write(<-s.ch) != nil {
+				return
+			}
+		}
+		w.WriteInterfaceStats(id, capture.InterfaceStats{Time: time.Now(), Start: s.start,
+			Recv: int64(s.recv.Load()), Drop: int64(s.dropped.Load()), Delivered: -1})
+		w.Close()
+	}
 	for {
 		select {
 		case r := <-s.ch:
-			comment := captureNote(r, ib)
-			if r.dropped > 0 {
-				comment = capture.GapComment(comment, r.dropped)
-			}
-			if ib {
-				t := uint8(capture.ERFTypeInfiniBand)
-				if len(r.data) == wire.IBLinkSize {
-					t = capture.ERFTypeInfiniBandLink
-				}
-				err = w.WriteERF(id, r.at, t, 0, r.data, comment)
-			} else {
-				err = w.WritePacket(id, r.at, r.data, comment)
-			}
-			if err != nil {
+			if write(r) != nil {
 				return nil
 			}
 			// Out as soon as no other record waits: a reader merging
@@ -127,9 +164,10 @@ func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
 				}
 			}
 		case <-gone:
+			finish()
 			return nil
 		case <-d.closing:
-			w.Flush()
+			finish()
 			return nil
 		}
 	}

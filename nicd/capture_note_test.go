@@ -1,9 +1,16 @@
 package nicd
 
 import (
+	"bytes"
+	"errors"
+	"io"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/wire"
+	"github.com/emufabric/emufabric/wire/capture"
 )
 
 // TestCaptureNote: a RoCE record says its direction and, sent, its
@@ -29,4 +36,70 @@ func TestCaptureNote(t *testing.T) {
 			t.Errorf("captureNote(%v, ib %v) = %q, want %q", c.r.data[:min(len(c.r.data), 8)], c.ib, got, c.want)
 		}
 	}
+}
+
+// TestCaptureStatsCountEveryDrop: frames a slow capture client lost are
+// said in the comment of the next record that gets through, and all of
+// them, those after the last record too, in the statistics block that
+// ends the stream (isb_ifdrop), which equals the daemon's capture_drop.
+func TestCaptureStatsCountEveryDrop(t *testing.T) {
+	d, ctl := pairOfDaemons(t, testLab(t, ""))
+	s := &capSub{ch: make(chan capRec, 1), start: time.Now()}
+	f := &frame.Frame{Data: make([]byte, 60)}
+	var first capRec
+	if err := d[0].Do(func() {
+		d[0].caps = append(d[0].caps, s)
+		for range 3 { // one queued, two lost
+			d[0].capture(f, false)
+		}
+		first = <-s.ch
+		d[0].capture(f, false) // queued, after two lost
+		for range 3 {          // lost: no record follows
+			d[0].capture(f, false)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if first.dropped != 0 {
+		t.Fatalf("first record: %d dropped before it", first.dropped)
+	}
+	// The client half-closed at once: the stream ends with what is
+	// queued and the statistics.
+	var buf bytes.Buffer
+	if err := d[0].writeCapture(&buf, strings.NewReader(""), s); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec capture.Record
+	n := int64(0)
+	for {
+		err := r.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 && rec.Comment != "rx; 2 frames before this one not captured (slow reader)" {
+			t.Errorf("record comment %q", rec.Comment)
+		}
+		n++
+	}
+	cnt, err := dial(t, ctl[0]).Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	drops := int64(cnt.Ports[0].Counters["capture_drop"])
+	st, ok := r.InterfaceStats()[0]
+	if !ok || drops != 5 || st.Drop != drops || st.Recv != n+1+st.Drop {
+		t.Errorf("statistics %+v (present %v), capture_drop %d: want isb_ifdrop 5 = capture_drop, isb_ifrecv %d", st, ok, drops, n+1+5)
+	}
+	d[0].Do(func() {
+		if len(d[0].caps) != 0 {
+			t.Errorf("%d capture subscribers left", len(d[0].caps))
+		}
+	})
 }

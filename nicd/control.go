@@ -30,8 +30,10 @@ type controlServer struct {
 	path string
 	wg   sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[*net.UnixConn]struct{}
+	mu sync.Mutex
+	// conns are the open connections; true for one that carries a
+	// capture, which close lets finish its stream (capture.go).
+	conns map[*net.UnixConn]bool
 }
 
 // listenControl creates the control socket (mode 0600: it drives the
@@ -53,7 +55,7 @@ func listenControl(d *Daemon, path string) (*controlServer, error) {
 		return nil, fmt.Errorf("--control %s: %w", path, err)
 	}
 	ln.SetUnlinkOnClose(true)
-	s := &controlServer{d: d, ln: ln, path: path, conns: map[*net.UnixConn]struct{}{}}
+	s := &controlServer{d: d, ln: ln, path: path, conns: map[*net.UnixConn]bool{}}
 	s.wg.Add(1)
 	go s.serve()
 	return s, nil
@@ -72,7 +74,7 @@ func (s *controlServer) serve() {
 			c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
+		s.conns[c] = false
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -86,16 +88,40 @@ func (s *controlServer) serve() {
 }
 
 // close stops accepting, removes the socket file and closes every
-// connection (their sessions are released as they end).
+// connection (their sessions are released as they end). A capture's
+// connection is left to its writer, which ends the stream (the records
+// still queued, the statistics block) and closes it: its reads end now
+// and its writes may take captureEndWrite more.
 func (s *controlServer) close() {
 	s.ln.Close()
 	s.mu.Lock()
 	conns := s.conns
 	s.conns = nil
 	s.mu.Unlock()
-	for c := range conns {
+	for c, capturing := range conns {
+		if capturing {
+			c.SetReadDeadline(time.Now())
+			c.SetWriteDeadline(time.Now().Add(captureEndWrite))
+			continue
+		}
 		c.Close()
 	}
+}
+
+// captureEndWrite is how long a capture's last writes may take once the
+// daemon stops: a client that reads nothing cannot hold Close up.
+const captureEndWrite = time.Second
+
+// capturing marks c as a capture's connection; false if the server is
+// closing (the capture is not to start).
+func (s *controlServer) capturing(c *net.UnixConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil {
+		return false
+	}
+	s.conns[c] = true
+	return true
 }
 
 func (s *controlServer) wait() { s.wg.Wait() }
@@ -190,6 +216,9 @@ func (s *controlServer) serveConn(c *net.UnixConn) {
 				continue
 			}
 			// After the OK line the connection is a pcapng stream.
+			if !s.capturing(c) {
+				return
+			}
 			if err := enc.Encode(&Response{OK: true}); err != nil {
 				return
 			}

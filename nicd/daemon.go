@@ -106,6 +106,7 @@ type Daemon struct {
 	sched     *lab.LinkSchedule // the link's schedule (link op), loop goroutine
 
 	rxAdminDown   atomic.Uint64 // frames dropped while administratively down
+	captureDrops  atomic.Uint64 // capture records lost to slow capture clients (capture.go)
 	adminDownFlag atomic.Bool   // adminDown, for status
 	rateBps       atomic.Uint64 // the port's rate now (the lab file's, or a link op's), for status
 	// peerDownFlag: the port across a ring or UDP link announced it was

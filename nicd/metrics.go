@@ -83,6 +83,7 @@ var portMetrics = map[string]metricName{
 	"link_down_events_phy": {"emu_port_link_down_events_total", "Times the port's link went down after it had come up (link_down_events_phy).", 0},
 	"rx_pause_ctrl_phy":    {"emu_pause_frames_received_total", "MAC Control frames (PFC and PAUSE) received (rx_pause_ctrl_phy).", 0},
 	"tx_pause_ctrl_phy":    {"emu_pause_frames_transmitted_total", "PFC frames transmitted (tx_pause_ctrl_phy).", 0},
+	"capture_drop":         {"emu_capture_dropped_records_total", "Capture records a slow capture client lost.", 0},
 }
 
 // Per-priority counters the switch exports too, by the name's part after

@@ -146,6 +146,9 @@ func (d *Daemon) opCounters() (*Response, error) {
 		fmt.Fprintf(&eth, "     link_loss_rx: %d\n     link_corrupt_rx: %d\n     link_queue_drop: %d\n",
 			w.lossRx.Load(), w.corruptRx.Load(), w.queueDrops.Load())
 	}
+	// Capture records a slow capture client lost (capture.go): the
+	// emulator's, named as emuswitch's port counter.
+	fmt.Fprintf(&eth, "     capture_drop: %d\n", d.captureDrops.Load())
 	if err == nil {
 		err = werr
 	}

@@ -17,6 +17,7 @@ import (
 //	{"op":"perfquery","lid":L}        port_counters: PortCounters of the port with LID L, read over the fabric from QP1
 //	{"op":"link","state":"down"|"up"}  pull / plug the NIC's cable
 //	{"op":"capture"}                  OK line, then a pcapng stream of the link port until the client closes
+//	                                  (a half-close ends it with the queued records and a statistics block)
 //	{"op":"reg_mr","length":N,"access":7}     + one memfd as SCM_RIGHTS in the same message
 //	{"op":"dereg_mr","mr":H}
 //	{"op":"create_cq","cqe":N}

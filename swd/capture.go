@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/emufabric/emufabric/frame"
@@ -24,7 +25,13 @@ import (
 //
 // Records are copied on the loop goroutine and handed to the client's
 // writer goroutine through a bounded channel; a client that cannot keep
-// up loses records (counted as capture_drops), never slows the switch.
+// up loses records (counted as capture_drop), never slows the switch.
+// The next record of the same port that gets through says how many went
+// before it; the capture's end (the client half-closes its connection,
+// or the daemon stops) writes the records still queued and then one
+// pcapng Interface Statistics Block per port, whose isb_ifdrop is every
+// record of that port this capture lost (those after its last record
+// too) and isb_ifrecv every record it was offered.
 //
 // An IB switch's ports are pcapng interfaces of link type 197 (ERF), as
 // `emulab sim --capture` and Mellanox's ibdump write IB: a data packet
@@ -88,8 +95,27 @@ type captureSub struct {
 	// file and not only in capture_drop.
 	dropped map[int]uint64
 	closed  bool // loop goroutine: unsubscribed, ch closed
-	// padLinks pads IB link packets to 64 bytes (see above).
+	// padLinks pads IB link packets to 64 bytes (see above), in pad
+	// (the writer's).
 	padLinks bool
+	pad      [64]byte
+	// recv and drops count, per pcapng interface, the records offered to
+	// this client and those it lost, for the statistics blocks at the
+	// end. Written on the loop, read by the writer when the capture ends.
+	recv, drops []atomic.Uint64
+	start       time.Time
+}
+
+// newCaptureSub is a capture of the ports with indexes ports, in that
+// order of pcapng interfaces.
+func newCaptureSub(ports []int, padLinks bool) *captureSub {
+	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue),
+		ctl: make(chan capRecord, controlQueue), padLinks: padLinks, dropped: make(map[int]uint64, len(ports)),
+		recv: make([]atomic.Uint64, len(ports)), drops: make([]atomic.Uint64, len(ports)), start: time.Now()}
+	for i, idx := range ports {
+		s.ifaces[idx] = i
+	}
+	return s
 }
 
 // capture records data on every capture of p. Loop goroutine. Records
@@ -120,6 +146,7 @@ func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts tim
 	important := !d.ib && isMACControl(data) || strings.Contains(comment, ": ")
 	for _, s := range p.caps {
 		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment, dropped: s.dropped[p.idx]}
+		s.recv[r.iface].Add(1)
 		select {
 		case s.ch <- r:
 			s.dropped[p.idx] = 0
@@ -135,6 +162,7 @@ func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts tim
 			}
 		}
 		s.dropped[p.idx]++
+		s.drops[r.iface].Add(1)
 		p.st.CaptureDrops++
 	}
 }
@@ -272,10 +300,8 @@ func joinNote(a, b string) string {
 
 // subscribe starts a capture of ports (indexes); loop goroutine.
 func (d *Daemon) subscribe(ports []int, padLinks bool) *captureSub {
-	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue),
-		ctl: make(chan capRecord, controlQueue), padLinks: padLinks, dropped: make(map[int]uint64, len(ports))}
-	for i, idx := range ports {
-		s.ifaces[idx] = i
+	s := newCaptureSub(ports, padLinks)
+	for _, idx := range ports {
 		p := d.ports[idx]
 		p.caps = append(p.caps, s)
 	}
@@ -304,7 +330,9 @@ func (d *Daemon) unsubscribe(s *captureSub) {
 }
 
 // streamCapture writes s's records as pcapng to w until the records end
-// (the capture was unsubscribed) or a write fails.
+// (the capture was unsubscribed) or a write fails; a capture that ends
+// (unsubscribed, or the daemon stopping) ends with the records still
+// queued and its statistics blocks (finishCapture).
 func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 	ng, err := capture.NewNgWriter(w, "emuswitch")
 	if err != nil {
@@ -314,7 +342,6 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 	if d.ib {
 		link = capture.LinkTypeERF
 	}
-	var pad [64]byte
 	for _, idx := range ports {
 		if _, err := ng.AddInterface(capture.Interface{
 			LinkType:    link,
@@ -337,28 +364,13 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 			case r, ok = <-s.ctl:
 			case r, ok = <-s.ch:
 			case <-d.quit:
-				return ng.Close()
+				return d.finishCapture(ng, s)
 			}
 		}
 		if !ok {
-			return ng.Close()
+			return d.finishCapture(ng, s)
 		}
-		if r.dropped > 0 {
-			r.comment = capture.GapComment(r.comment, r.dropped)
-		}
-		var err error
-		switch {
-		case !d.ib:
-			err = ng.WritePacket(r.iface, r.ts, r.data, r.comment)
-		case isIBLink(r.data) && s.padLinks:
-			copy(pad[:], r.data)
-			err = ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBandLink, uint8(r.dir), pad[:], r.comment)
-		case isIBLink(r.data):
-			err = ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBandLink, uint8(r.dir), r.data, r.comment)
-		default:
-			err = ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBand, uint8(r.dir), r.data, r.comment)
-		}
-		if err != nil {
+		if err := d.writeRecord(ng, s, r); err != nil {
 			return err
 		}
 		// Flush when the queue is drained: a live viewer sees every frame
@@ -369,4 +381,59 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 			}
 		}
 	}
+}
+
+// writeRecord writes one capture record, its gap note in its comment.
+func (d *Daemon) writeRecord(ng *capture.NgWriter, s *captureSub, r capRecord) error {
+	if r.dropped > 0 {
+		r.comment = capture.GapComment(r.comment, r.dropped)
+	}
+	switch {
+	case !d.ib:
+		return ng.WritePacket(r.iface, r.ts, r.data, r.comment)
+	case isIBLink(r.data) && s.padLinks:
+		copy(s.pad[:], r.data)
+		return ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBandLink, uint8(r.dir), s.pad[:], r.comment)
+	case isIBLink(r.data):
+		return ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBandLink, uint8(r.dir), r.data, r.comment)
+	}
+	return ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBand, uint8(r.dir), r.data, r.comment)
+}
+
+// finishCapture ends a capture's stream: the records still queued (the
+// control queue's, which is not closed; on the daemon stopping, the data
+// queue's too), then an Interface Statistics Block per interface with
+// the records this capture was offered (isb_ifrecv) and lost
+// (isb_ifdrop: all of them, also those after the port's last record,
+// which no comment can report), then the stream is flushed.
+func (d *Daemon) finishCapture(ng *capture.NgWriter, s *captureSub) error {
+	// As many as are queued now: a loop still running as the daemon
+	// stops cannot keep this going.
+	for range len(s.ch) + len(s.ctl) {
+		var r capRecord
+		var ok bool
+		select {
+		case r, ok = <-s.ctl:
+		default:
+			select {
+			case r, ok = <-s.ch:
+			default:
+			}
+		}
+		if !ok {
+			break
+		}
+		if err := d.writeRecord(ng, s, r); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	for i := range s.recv {
+		err := ng.WriteInterfaceStats(i, capture.InterfaceStats{Time: now, Start: s.start,
+			Recv: int64(s.recv[i].Load()), Drop: int64(s.drops[i].Load()), Delivered: -1})
+		if err != nil {
+			return err
+		}
+	}
+	return ng.Close()
 }

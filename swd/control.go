@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
@@ -24,7 +25,8 @@ import (
 //	{"op":"link","port":"p1","rate":"10G"|"delay":"1us"|"loss":0.01|"corrupt":0.001}
 //	{"op":"link","port":"p1","schedule":[{"after":"1s","state":"down"},{"after":"2s","state":"up"}]}
 //	                                 -> {"ok":true,"port":{...status of p1...}}
-//	{"op":"capture","ports":["p1"]}  -> {"ok":true,"ports":["p1"]} then pcapng until the client closes
+//	{"op":"capture","ports":["p1"]}  -> {"ok":true,"ports":["p1"]} then pcapng until the client closes;
+//	                                    a half-close ends it with the queued records and statistics blocks
 //	                                    (IB: ERF records; "pad_links":true pads link packets, capture.go)
 //
 // Failures answer {"ok":false,"error":"..."} and keep the connection.
@@ -156,15 +158,23 @@ func (d *Daemon) serveControl() {
 	}
 }
 
+// shutdownWrite is how long a control connection's writes may still take
+// once the daemon stops.
+const shutdownWrite = time.Second
+
 func (d *Daemon) handleConn(c net.Conn) {
 	defer d.wg.Done()
-	// Close unblocks the reader when the daemon stops.
+	// When the daemon stops, a read deadline in the past unblocks the
+	// reader, and writes get shutdownWrite to finish (a capture's last
+	// records and statistics blocks) before they fail: a client that
+	// reads nothing cannot hold Close up.
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
 		select {
 		case <-d.quit:
-			c.Close()
+			c.SetReadDeadline(time.Now())
+			c.SetWriteDeadline(time.Now().Add(shutdownWrite))
 		case <-stop:
 		}
 	}()

@@ -416,7 +416,31 @@ func TestCapture(t *testing.T) {
 	if got := td.counters(t, "p2")["rx_prio3_pause"]; got != 1 {
 		t.Errorf("p2 rx_prio3_pause = %d, want 1", got)
 	}
-	c.Close()
+	// The client half-closes: the daemon stops capturing, writes what is
+	// still queued and a statistics block per port, and closes.
+	if err := c.(*net.UnixConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	n := []int64{0, 0}
+	for _, w := range want {
+		n[w.iface]++
+	}
+	for {
+		err := r.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n[rec.Interface]++
+	}
+	st := r.InterfaceStats()
+	for i := range n {
+		if s, ok := st[i]; !ok || s.Drop != 0 || s.Recv != n[i] {
+			t.Errorf("interface %d: statistics %+v (present %v), want isb_ifdrop 0, isb_ifrecv %d", i, s, ok, n[i])
+		}
+	}
 	// The daemon notices the client left and stops capturing.
 	waitFor(t, "capture end", func() bool {
 		var capturing bool
@@ -562,12 +586,15 @@ func openCapture(t *testing.T, ctl, req, want string) (net.Conn, *bufio.Reader) 
 
 // TestCaptureGapNoted: a capture client that falls behind loses records
 // (capture_drop), and the next record it gets says how many went before
-// it, in its comment, as an emunic's capture does.
+// it, in its comment, as an emunic's capture does. Records lost after a
+// port's last record have no record to say so: the statistics block at
+// the capture's end counts every loss (isb_ifdrop), as capture_drop does.
 func TestCaptureGapNoted(t *testing.T) {
 	td := startTestDaemon(t, true)
-	s := &captureSub{ifaces: map[int]int{0: 0}, ch: make(chan capRecord, 1), ctl: make(chan capRecord, 1), dropped: map[int]uint64{}}
+	s := newCaptureSub([]int{0}, false)
+	s.ch, s.ctl = make(chan capRecord, 1), make(chan capRecord, 1)
 	data := udpFrame(64, 0)
-	var first, second capRecord
+	var first capRecord
 	td.d.onLoop(func() {
 		p := td.d.ports[0]
 		p.caps = append(p.caps, s)
@@ -575,22 +602,24 @@ func TestCaptureGapNoted(t *testing.T) {
 			td.d.emit(p, capDir(0), data, "rx", time.Now())
 		}
 		first = <-s.ch
-		td.d.emit(p, capDir(0), data, "rx", time.Now())
-		second = <-s.ch
+		td.d.emit(p, capDir(0), data, "rx", time.Now()) // queued, after two lost
+		for range 3 {                                   // lost: no record follows
+			td.d.emit(p, capDir(0), data, "rx", time.Now())
+		}
 		p.caps = p.caps[:len(p.caps)-1]
+		close(s.ch)
 	})
-	if first.dropped != 0 || second.dropped != 2 {
-		t.Fatalf("dropped before the records: %d and %d, want 0 and 2", first.dropped, second.dropped)
+	if first.dropped != 0 {
+		t.Fatalf("dropped before the first record: %d, want 0", first.dropped)
 	}
-	if got := td.counters(t, "p1")["capture_drop"]; got != 2 {
-		t.Errorf("capture_drop %d, want 2", got)
+	drops := td.counters(t, "p1")["capture_drop"]
+	if drops != 5 {
+		t.Errorf("capture_drop %d, want 5", drops)
 	}
-	// Written out, the record's comment carries the gap.
-	out := &captureSub{ifaces: map[int]int{0: 0}, ch: make(chan capRecord, 1), ctl: make(chan capRecord, 1)}
-	out.ch <- second
-	close(out.ch)
+	// Written out, the record's comment carries the gap before it, the
+	// statistics block all of them.
 	var buf bytes.Buffer
-	if err := td.d.streamCapture(&buf, out, []int{0}); err != nil {
+	if err := td.d.streamCapture(&buf, s, []int{0}); err != nil {
 		t.Fatal(err)
 	}
 	r, err := capture.Open(&buf)
@@ -600,6 +629,12 @@ func TestCaptureGapNoted(t *testing.T) {
 	var rec capture.Record
 	if err := r.Next(&rec); err != nil || rec.Comment != "rx; 2 frames before this one not captured (slow reader)" {
 		t.Errorf("record comment %q, %v", rec.Comment, err)
+	}
+	if err := r.Next(&rec); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last record: %v", err)
+	}
+	if st, ok := r.InterfaceStats()[0]; !ok || st.Drop != int64(drops) || st.Recv != 7 {
+		t.Errorf("statistics %+v (present %v): want isb_ifdrop %d (capture_drop), isb_ifrecv 7", st, ok, drops)
 	}
 }
 
@@ -659,4 +694,35 @@ func TestRateChangeKeepsLossless(t *testing.T) {
 // up and go down.
 func isLinkState(b []byte) bool {
 	return len(b) >= wire.EthernetSize && int(b[12])<<8|int(b[13]) == wire.EtherTypeLinkState
+}
+
+// TestCaptureEndsWithStatsOnClose: a daemon that stops ends its captures
+// with the records still queued and the statistics blocks, not by
+// cutting the connection.
+func TestCaptureEndsWithStatsOnClose(t *testing.T) {
+	td := startTestDaemon(t, true)
+	_, br := openCapture(t, td.ctl, `{"op":"capture","ports":["p1"]}`, `{"ok":true,"ports":["p1"]}`)
+	r, err := capture.Open(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, td.link[0], udpFrame(64, 0))
+	recv(t, td.link[1], 1)
+	var rec capture.Record
+	if err := r.Next(&rec); err != nil || rec.Comment != "rx" {
+		t.Fatalf("first record %q: %v", rec.Comment, err)
+	}
+	td.d.Close()
+	for {
+		err := r.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the stream after Close: %v", err)
+		}
+	}
+	if st, ok := r.InterfaceStats()[0]; !ok || st.Drop != 0 || st.Recv < 1 {
+		t.Errorf("statistics %+v (present %v): want isb_ifdrop 0, isb_ifrecv >= 1", st, ok)
+	}
 }

@@ -263,7 +263,7 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 	if started {
 		notef("%d packet%s captured", n, livePlural(n))
 		if missed > 0 {
-			notef("%d frame%s not captured: a daemon's queue toward this capture was full (the comment of the next packet says how many before it); write to a file on a faster disk, capture fewer ports, or filter afterwards", missed, livePlural(int(missed)))
+			notef("%d frame%s not captured: a daemon's queue toward this capture was full (the comment of the port's next packet says how many before it, the file's interface statistics how many in all); write to a file on a faster disk, capture fewer ports, or filter afterwards", missed, livePlural(int(missed)))
 		}
 	} else if out != os.Stdout {
 		// No daemon captured: leave no empty file behind.
@@ -344,8 +344,15 @@ type liveRec struct {
 // flushes after every packet (a pipe's reader sees each at once);
 // otherwise output is flushed when no record is waiting. ready, if not
 // nil, is called once every daemon captures and the interfaces are out.
-// missed, if not nil, adds up the frames the daemons' records say they
-// could not queue for this capture (capture.GapIn).
+// missed, if not nil, adds up the frames the daemons could not queue for
+// this capture: what their statistics blocks say (isb_ifdrop, counted as
+// their capture_drop counters count), or for a daemon that sent none the
+// gaps its records' comments report (capture.GapIn).
+//
+// A capture ends as the daemons see it: each stream is half-closed, and
+// the daemon writes the records it still holds and a statistics block
+// per port, then closes. The output ends with a statistics block per
+// interface: the daemon's counts and the packets written (isb_usrdeliv).
 func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSource, limit int, ready func(), missed *uint64) (written int, err error) {
 	defer func() {
 		if errors.Is(err, syscall.EPIPE) {
@@ -378,6 +385,7 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 		src, iface int
 		link       capture.LinkType
 	}
+	type portKey struct{ src, iface int }
 	ids := map[ifKey]int{}
 	for i, s := range srcs {
 		for j, p := range s.ports {
@@ -391,21 +399,45 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 	if err := ng.Flush(); err != nil {
 		return 0, err
 	}
+	started := time.Now()
 	if ready != nil {
 		ready()
 	}
+	// What the daemons said they lost, per port: the gaps their records'
+	// comments report, and their statistics blocks at the end.
+	gaps := map[portKey]uint64{}
+	stats := map[portKey]capture.InterfaceStats{}
+	delivered := map[portKey]int64{}
+	if missed != nil {
+		defer func() {
+			for i, s := range srcs {
+				for j := range s.ports {
+					k := portKey{i, j}
+					if st, ok := stats[k]; ok && st.Drop >= 0 {
+						*missed += uint64(st.Drop)
+					} else {
+						*missed += gaps[k]
+					}
+				}
+			}
+		}()
+	}
 
 	recs := make(chan liveRec, 256)
-	ended := make(chan error, len(srcs))
+	ended := make(chan liveEnd, len(srcs))
 	done := make(chan struct{})
 	defer close(done)
+	stopping := make(chan struct{})
 	for i, cs := range streams {
-		go readLiveSource(i, srcs[i], cs, recs, ended, done)
+		go readLiveSource(i, srcs[i], cs, recs, ended, done, stopping)
 	}
+	// full: limit packets were written; later records are read (the
+	// daemons' statistics come after them) and left out.
+	full := false
 	// put writes one record; stop reports the limit reached.
 	put := func(r liveRec) (stop bool, err error) {
-		if r.iface >= len(srcs[r.src].ports) {
-			return true, fmt.Errorf("%s: the daemon's stream has interface %d; %d ports were asked for", srcs[r.src].node, r.iface, len(srcs[r.src].ports))
+		if full {
+			return true, nil
 		}
 		k := ifKey{r.src, r.iface, r.link}
 		id, ok := ids[k]
@@ -425,10 +457,9 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 			}
 		}
 		written++
-		if missed != nil {
-			*missed += capture.GapIn(r.comment)
-		}
-		return limit > 0 && written >= limit, nil
+		delivered[portKey{r.src, r.iface}]++
+		full = limit > 0 && written >= limit
+		return full, nil
 	}
 	// Each daemon's records come in time order, but the streams of
 	// several daemons reach this process each at its own pace: a frame's
@@ -463,7 +494,11 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 	}
 	var seq uint64
 	take := func(r liveRec) (stop bool, err error) {
-		if !merge {
+		if r.iface >= len(srcs[r.src].ports) {
+			return true, fmt.Errorf("%s: the daemon's stream has interface %d; %d ports were asked for", srcs[r.src].node, r.iface, len(srcs[r.src].ports))
+		}
+		gaps[portKey{r.src, r.iface}] += capture.GapIn(r.comment)
+		if !merge || full {
 			return put(r)
 		}
 		r.seq, seq = seq, seq+1
@@ -476,53 +511,101 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 		heap.Push(&held, r)
 		return release(false)
 	}
-	// drain writes the records that already arrived, when the capture
-	// stops (as a stopped tcpdump keeps them). This goroutine alone
-	// receives, so the receive never waits.
-	drain := func() error {
-		for len(recs) > 0 {
-			if stop, err := take(<-recs); stop || err != nil {
-				return err
-			}
+	// stop ends the capture at the daemons (once): they write what they
+	// still hold and their statistics, and end their streams, which are
+	// read to the end (records that come meanwhile are written, as a
+	// stopped tcpdump writes what it already has) for at most
+	// liveFinishTimeout.
+	var finishBy <-chan time.Time
+	stop := func() {
+		if finishBy != nil {
+			return
 		}
-		_, err := release(true)
-		return err
+		close(stopping)
+		for _, cs := range streams {
+			cs.CloseWrite()
+		}
+		finishBy = time.After(liveFinishTimeout)
 	}
-	for {
+	var firstErr error
+	running := ctx.Done()
+	for left := len(srcs); left > 0; {
 		select {
-		case <-ctx.Done():
-			if err := drain(); err != nil {
-				return written, err
+		case <-running:
+			running = nil
+			stop()
+		case e := <-ended:
+			left--
+			for j, st := range e.stats {
+				stats[portKey{e.src, j}] = st
 			}
-			return written, ng.Close()
-		case err := <-ended:
-			// A stream ends early only when its daemon stops (or the
-			// lab goes down): the capture ends with the reason.
-			if derr := drain(); err == nil {
-				err = derr
+			if e.err != nil && firstErr == nil {
+				// A stream ends early only when its daemon stops (or
+				// the lab goes down): the capture ends with the reason.
+				firstErr = e.err
 			}
-			if cerr := ng.Close(); err == nil {
-				err = cerr
-			}
-			return written, err
+			stop()
+		case <-finishBy:
+			// A daemon that did not end its stream in time (an older
+			// one, or one stuck): its statistics are not known.
+			left = 0
 		case <-due.C:
-			stop, err := release(false)
-			if err != nil {
+			if st, err := release(false); err != nil {
 				return written, err
-			}
-			if stop {
-				return written, ng.Close()
+			} else if st {
+				stop()
 			}
 		case r := <-recs:
-			stop, err := take(r)
-			if err != nil {
+			if st, err := take(r); err != nil {
 				return written, err
-			}
-			if stop {
-				return written, ng.Close()
+			} else if st {
+				stop()
 			}
 		}
 	}
+	// What came with the last streams' ends is in recs already.
+	for len(recs) > 0 {
+		if _, err := take(<-recs); err != nil {
+			return written, err
+		}
+	}
+	if _, err := release(true); err != nil {
+		return written, err
+	}
+	end := time.Now()
+	for i, s := range srcs {
+		for j := range s.ports {
+			k := portKey{i, j}
+			st, ok := stats[k]
+			if !ok {
+				st = capture.UnknownStats(end)
+				if gaps[k] > 0 {
+					st.Drop = int64(gaps[k])
+				}
+			}
+			st.Time, st.Start, st.Delivered = end, started, delivered[k]
+			if err := ng.WriteInterfaceStats(ids[ifKey{i, j, s.link}], st); err != nil {
+				return written, err
+			}
+		}
+	}
+	if err := ng.Close(); err != nil {
+		return written, err
+	}
+	return written, firstErr
+}
+
+// liveFinishTimeout bounds how long a stopped capture waits for the
+// daemons to end their streams.
+const liveFinishTimeout = 2 * time.Second
+
+// liveEnd is how a source's stream ended: err nil when this process ended
+// the capture (or gave up on it), and the statistics the daemon wrote last
+// by interface (nil if none).
+type liveEnd struct {
+	src   int
+	err   error
+	stats map[int]capture.InterfaceStats
 }
 
 // reorderWindow is how long a record of a capture from several daemons
@@ -556,15 +639,21 @@ func (h *recHeap) Pop() any {
 
 // readLiveSource reads one daemon's pcapng stream and passes its records on
 // until the stream ends or done is closed. It reports how the stream
-// ended on ended: nil when done was closed first.
-func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liveRec, ended chan<- error, done <-chan struct{}) {
+// ended on ended: a nil error when done was closed first, or when the
+// stream ended after stopping was closed (the capture was ended here).
+func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liveRec, ended chan<- liveEnd, done, stopping <-chan struct{}) {
+	var rd *capture.Reader
 	fail := func(err error) {
 		select {
 		case <-done:
 			err = nil
 		default:
 		}
-		ended <- err
+		e := liveEnd{src: i, err: err}
+		if rd != nil {
+			e.stats = rd.InterfaceStats()
+		}
+		ended <- e
 	}
 	rd, err := capture.Open(cs)
 	if err != nil {
@@ -578,6 +667,12 @@ func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liv
 			// is a daemon that stopped while writing (the lab went down
 			// under traffic), as much as one cut between blocks.
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				select {
+				case <-stopping:
+					fail(nil)
+					return
+				default:
+				}
 				err = errors.New("the daemon ended the capture (did the lab go down?)")
 			}
 			fail(fmt.Errorf("%s: %w", s.node, err))
@@ -590,7 +685,7 @@ func readLiveSource(i int, s *liveSource, cs *lab.CaptureStream, recs chan<- liv
 		select {
 		case recs <- r:
 		case <-done:
-			ended <- nil
+			ended <- liveEnd{src: i}
 			return
 		}
 	}

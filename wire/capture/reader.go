@@ -96,7 +96,8 @@ type ngReader struct {
 	blocks int // blocks read, for error names
 	hdr    [8]byte
 	buf    []byte
-	first  bool // the SHB type was already consumed by Open
+	first  bool                   // the SHB type was already consumed by Open
+	stats  map[int]InterfaceStats // the last ISB of each interface (isb.go)
 }
 
 func newNgReader(r io.Reader) (*ngReader, error) {
@@ -208,6 +209,7 @@ func (nr *ngReader) section() error {
 			"version %d, only 1 is defined", major)
 	}
 	nr.ifaces = nr.ifaces[:0]
+	nr.stats = nil
 	return nil
 }
 
@@ -328,6 +330,8 @@ func (nr *ngReader) next(rec *Record) error {
 			nr.off = start
 			err = nr.interfaceBlock()
 			nr.off = start + total
+		case ngBlockISB:
+			nr.statsBlock()
 		case ngBlockEPB, ngBlockPB:
 			return nr.packet(rec, typ, start)
 		case ngBlockSPB:
