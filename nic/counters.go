@@ -19,7 +19,7 @@ type Counter uint8
 const (
 	// Congestion (mlx5 "cong" group).
 	NPCNPSent              Counter = iota // np_cnp_sent: CNPs the notification point sent
-	NPECNMarkedRoCEPackets                // np_ecn_marked_roce_packets: CE-marked RoCEv2 packets received
+	NPECNMarkedRoCEPackets                // np_ecn_marked_roce_packets: CE-marked RoCEv2 packets received for our address, whatever QP they name (mlx5 counts per packet); on IB, FECN-marked packets a QP accepted
 	RPCNPHandled                          // rp_cnp_handled: CNPs handed to the reaction point
 	RPCNPIgnored                          // rp_cnp_ignored: CNPs received with congestion control off
 
@@ -55,7 +55,7 @@ const (
 	RespInvalidRequest // resp_invalid_request: responder NAKed an invalid request (op sequence, opcode not allowed, length, too many READ/atomic)
 	RxICRCErr          // rx_icrc_errors: RoCEv2 frame with a bad ICRC, dropped
 	RxMalformed        // rx_malformed_roce: UDP 4791 frame to our address that does not decode, dropped
-	RxUnknownQP        // rx_unknown_qp: RoCEv2 frame for a QP number we do not have and no host to give it to
+	RxUnknownQP        // rx_unknown_qp: packet for a QP number the engine does not have (one destroyed after an interrupted run, or the host RoCE stack's): on RoCE handed to the host when there is one, else dropped; on IB dropped
 	RxQPState          // rx_qp_state_drop: packet for a QP whose state does not accept it (RESET, INIT, ERR, wrong transport)
 	RxQKeyViolation    // rx_qkey_violation: UD packet with the wrong Q_Key, dropped (IBA 10.2.4)
 	RxPKeyViolation    // rx_pkey_violation: packet whose P_Key does not match the QP's, dropped

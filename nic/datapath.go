@@ -371,28 +371,37 @@ func (n *NIC) receiveRoCE(f *frame.Frame, prio uint8) bool {
 		return false
 	}
 	h := &pkt.Headers
+	// The notification point counts every CE-marked RoCEv2 packet for our
+	// address, as mlx5's does per packet, before any QP is looked at: a
+	// packet for a QP this engine does not have, or one its QP refuses,
+	// was marked all the same. Only an accepted packet may make a CNP
+	// (notifyCE): the CNP goes to the QP's peer, at most one per flow
+	// per np_min_time_between_cnps.
+	ce := wire.IPECN(pkt.L3()) == wire.ECNCE
+	if ce {
+		n.cnt[NPECNMarkedRoCEPackets]++
+	}
 	q := n.QP(h.BTH.DestQP())
 	if h.Info.Transport == bth.TransportCNP && q != nil {
 		n.receiveCNP(q)
 		return false
 	}
-	// A CNP for a QP this engine does not have goes where any frame for
-	// it goes: to the host's own RoCE stack, or counted as for an unknown
-	// QP (rp_cnp_ignored is for CNPs a QP without congestion control
-	// ignores).
+	// A frame for a QP this engine does not have (a CNP too: rp_cnp_ignored
+	// is for CNPs a QP without congestion control ignores) is counted
+	// as such, then goes to the host's own RoCE stack, whose QP it may
+	// be, or is dropped when there is no host.
 	if q == nil {
-		// Perhaps a QP of the host's own RoCE stack.
+		n.cnt[RxUnknownQP]++
 		if n.host != nil {
 			n.host(f)
 			return true
 		}
-		n.cnt[RxUnknownQP]++
 		return false
 	}
 	if !n.accept(q, h, len(f.Data)) {
 		return false
 	}
-	if wire.IPECN(pkt.L3()) == wire.ECNCE {
+	if ce {
 		n.notifyCE(q, pkt, prio)
 	}
 	if h.Info.Flags&bth.Request != 0 {

@@ -292,10 +292,16 @@ func TestTruncatedRoCECountedMalformed(t *testing.T) {
 // engine does not have, carrying payload.
 func udSendToQP777(t *testing.T, p *pair, payload string) *frame.Frame {
 	t.Helper()
+	return udSendTo(t, p, 0x777, payload)
+}
+
+// udSendTo is a RoCEv2 UD SEND from p.a to QP qpn of p.b carrying payload.
+func udSendTo(t *testing.T, p *pair, qpn uint32, payload string) *frame.Frame {
+	t.Helper()
 	var rf bth.RoCEFields
 	rf.Ethernet = wire.EthernetFields{Dst: p.b.cfg.MAC, Src: p.a.cfg.MAC}
 	rf.Src, rf.Dst, rf.DSCP = p.a.ip, p.b.ip, 26
-	rf.BTH = bth.BTHFields{OpCode: bth.UDSendOnly, PKey: 0xFFFF, DestQP: 0x777}
+	rf.BTH = bth.BTHFields{OpCode: bth.UDSendOnly, PKey: 0xFFFF, DestQP: qpn}
 	rf.Ext.DETH = bth.DETHFields{QKey: 1, SrcQP: 5}
 	rf.Payload = []byte(payload)
 	f := p.pool.Get(rf.FrameLen())
@@ -303,4 +309,49 @@ func udSendToQP777(t *testing.T, p *pair, payload string) *frame.Frame {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// TestUnknownQPCountedAndCE: a RoCEv2 frame for a QP the engine does not
+// have (destroyed when a perf run was interrupted) is counted in
+// rx_unknown_qp whether it goes up to the host's RoCE stack or, without a
+// host, is dropped; its CE mark counts in np_ecn_marked_roce_packets, as
+// an mlx5 NP counts every CE-marked packet, but makes no CNP: there is no
+// QP, so no flow to notify. A CE-marked packet a QP refuses (its state)
+// is counted the same way, without a CNP.
+func TestUnknownQPCountedAndCE(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	var up int
+	p.b.SetHostDeliver(func(f *frame.Frame) { up++; f.Put() })
+	qpn := uint32(0x777)
+	ceFrame := func() *frame.Frame {
+		f := udSendTo(t, p, qpn, "after the run")
+		l3, _ := roceL3(f.Data)
+		wire.SetIPECN(f.Data[l3:], wire.ECNCE) // the ICRC masks the ECN bits
+		return f
+	}
+	p.b.Receive(ceFrame())
+	if up != 1 || p.b.Count(RxUnknownQP) != 1 || p.b.Count(NPECNMarkedRoCEPackets) != 1 || p.b.Count(NPCNPSent) != 0 {
+		t.Errorf("with a host: up %d, rx_unknown_qp %d, np_ecn_marked_roce_packets %d, np_cnp_sent %d; want 1, 1, 1, 0",
+			up, p.b.Count(RxUnknownQP), p.b.Count(NPECNMarkedRoCEPackets), p.b.Count(NPCNPSent))
+	}
+	p.b.SetHostDeliver(nil)
+	p.b.Receive(ceFrame())
+	if p.b.Count(RxUnknownQP) != 2 || p.b.Count(NPECNMarkedRoCEPackets) != 2 || p.b.Count(NPCNPSent) != 0 {
+		t.Errorf("without a host: rx_unknown_qp %d, np_ecn_marked_roce_packets %d, np_cnp_sent %d; want 2, 2, 0",
+			p.b.Count(RxUnknownQP), p.b.Count(NPECNMarkedRoCEPackets), p.b.Count(NPCNPSent))
+	}
+	// A UD QP that exists but is still in RESET refuses the packet.
+	q := newTestEndpoint(t, p.b, &qpOpts{typ: IBV_QPT_UD, bufSize: 64, sendWR: 4, recvWR: 4}).qp
+	if q.state != IBV_QPS_RESET {
+		t.Fatalf("new QP in state %v", q.state)
+	}
+	qpn = q.QPN()
+	p.b.Receive(ceFrame())
+	if p.b.Count(RxQPState) != 1 || p.b.Count(RxUnknownQP) != 2 || p.b.Count(NPECNMarkedRoCEPackets) != 3 || p.b.Count(NPCNPSent) != 0 {
+		t.Errorf("refused by its QP: rx_qp_state_drop %d, rx_unknown_qp %d, np_ecn_marked_roce_packets %d, np_cnp_sent %d; want 1, 2, 3, 0",
+			p.b.Count(RxQPState), p.b.Count(RxUnknownQP), p.b.Count(NPECNMarkedRoCEPackets), p.b.Count(NPCNPSent))
+	}
+	if p.pool.Outstanding != 0 {
+		t.Errorf("%d frames outstanding", p.pool.Outstanding)
+	}
 }

@@ -85,11 +85,11 @@ func (n *NIC) feedback(q *QP, fb *cc.Feedback, notice bool) {
 	q.armCC()
 }
 
-// notifyCE is the notification point: a CE-marked packet for q arrived.
+// notifyCE is the notification point: a CE-marked packet q accepted
+// arrived (receiveRoCE counted it in np_ecn_marked_roce_packets).
 // At most one CNP per QP per np_min_time_between_cnps goes back to the
 // packet's sender, addressed to the sending QP.
 func (n *NIC) notifyCE(q *QP, pkt *bth.Packet, prio uint8) {
-	n.cnt[NPECNMarkedRoCEPackets]++
 	if n.np == nil || !n.np.OnCE(&q.npFlow, n.clk.Now()) {
 		return
 	}
