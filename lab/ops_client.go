@@ -30,7 +30,7 @@ type DaemonCounters struct {
 	HWCounters map[string]uint64 `json:"hw_counters,omitempty"`
 	Transport  map[string]uint64 `json:"transport,omitempty"`
 	Ethtool    string            `json:"ethtool,omitempty"` // `ethtool -S` layout
-	RDMA       string            `json:"rdma,omitempty"`    // hw_counters, "name value" lines
+	RDMA       string            `json:"rdma,omitempty"`    // `rdma statistic show link DEV/1` layout
 }
 
 // PortCounterSet is one port's counters.

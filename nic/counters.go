@@ -3,6 +3,9 @@ package nic
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/emufabric/emufabric/clock"
 )
@@ -217,8 +220,11 @@ func (n *NIC) WriteEthtool(w io.Writer) error {
 	return nil
 }
 
-// WriteHWCounters writes the RDMA counters one "name value" per line, in
-// the order `rdma statistic show` lists them.
+// WriteHWCounters writes every RDMA counter, one "name value" per line, as
+// the files under hw_counters name them, in Counter order: both fabrics'
+// counters, for programs (emunic's counters op reads them into its
+// hw_counters map). What `rdma statistic show` prints is
+// WriteRdmaStatistic.
 func (n *NIC) WriteHWCounters(w io.Writer) error {
 	for i := range numCounters {
 		if _, err := fmt.Fprintf(w, "%s %d\n", counterNames[i], n.cnt[i]); err != nil {
@@ -226,4 +232,87 @@ func (n *NIC) WriteHWCounters(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// fabrics says on which ports a counter exists.
+type fabrics uint8
+
+const (
+	onRoCE fabrics = 1 << iota
+	onIB
+	onBoth = onRoCE | onIB
+)
+
+// counterFabrics are the counters that exist on one fabric only: those
+// of IB's link layer, IPoIB, the SMA and GSI (IB), of MAC Control frames
+// (RoCE). The others exist on both.
+var counterFabrics = func() (f [numCounters]fabrics) {
+	for i := range f {
+		f[i] = onBoth
+	}
+	f[RxMACControlBad] = onRoCE
+	for _, c := range []Counter{IBCreditWaits, IBFCTx, IBFCRx, IBLinkErr, IBVLErr, IBCreditOverrun,
+		IBVL15Dropped, IBVCRCErr, IBWrongLID, IBPortStateDrop, IPoIBTxPackets, IPoIBRxPackets,
+		IPoIBARPReplies, IPoIBNoNeighbour, IPoIBUnsupported, SMPRx, SMPTx, SMPMalformed, SMPDropped,
+		IBLinkDowned, GSIRx, GSITx, GSIUnsupported} {
+		f[c] = onIB
+	}
+	return f
+}()
+
+// statisticOrder is the order `rdma statistic show` lists a port's
+// counters in: mlx5's, in the driver's groups (hw/mlx5/counters.c; see the
+// project's conventions, NIC counters): basic, out_of_sequence,
+// retransmission, congestion, extended errors, RoCE accelerator, the
+// optional rdma_{tx,rx}_{packets,bytes}; then the emulator's own in Counter
+// order. mlx5 counters we do not keep (rx_dct_connect, roce_adp_retrans_to,
+// roce_slow_restart*, rx_icrc_encapsulated, cc_*) are not listed.
+var statisticOrder = func() []Counter {
+	mlx5 := []Counter{
+		RxWriteRequests, RxReadRequests, RxAtomicRequests, OutOfBuffer,
+		OutOfSequence,
+		DuplicateRequest, RNRNakRetryErr, PacketSeqErr, ImpliedNakSeqErr, LocalAckTimeoutErr,
+		RPCNPIgnored, RPCNPHandled, NPECNMarkedRoCEPackets, NPCNPSent,
+		RespLocalLengthErr, RespCQEError, ReqCQEError, ReqRemoteInvalidReq, ReqRemoteAccessErr,
+		RespRemoteAccessErr, RespCQEFlushError, ReqCQEFlushError, ReqTransportRetries, ReqRNRRetries,
+		RoCEAdpRetrans,
+		RdmaTxPackets, RdmaTxBytes, RdmaRxPackets, RdmaRxBytes,
+	}
+	order := append([]Counter(nil), mlx5...)
+	for c := range numCounters {
+		if !slices.Contains(mlx5, c) {
+			order = append(order, c)
+		}
+	}
+	return order
+}()
+
+// EachStatistic calls f for every RDMA counter of the port's fabric, in
+// `rdma statistic show` order (statisticOrder): a RoCE port has no IB
+// link, IPoIB or subnet management counters, an IB port no MAC Control
+// one.
+func (n *NIC) EachStatistic(f func(name string, v uint64)) {
+	on := onRoCE
+	if n.ib() {
+		on = onIB
+	}
+	for _, c := range statisticOrder {
+		if counterFabrics[c]&on != 0 {
+			f(counterNames[c], n.cnt[c])
+		}
+	}
+}
+
+// WriteRdmaStatistic writes what `rdma statistic show link DEV/1` prints
+// for the port (iproute2 rdma/stat.c): one line, "link DEV/1" then a
+// "name value" pair per counter (EachStatistic), space-separated.
+func (n *NIC) WriteRdmaStatistic(w io.Writer, dev string) error {
+	var sb strings.Builder
+	sb.WriteString("link " + dev + "/1")
+	n.EachStatistic(func(name string, v uint64) {
+		sb.WriteString(" " + name + " " + strconv.FormatUint(v, 10))
+	})
+	sb.WriteString("\n")
+	_, err := io.WriteString(w, sb.String())
+	return err
 }

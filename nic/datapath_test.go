@@ -355,3 +355,81 @@ func TestUnknownQPCountedAndCE(t *testing.T) {
 		t.Errorf("%d frames outstanding", p.pool.Outstanding)
 	}
 }
+
+// TestRdmaStatistic: the port's counters as `rdma statistic show link`
+// prints them: one line, "link DEV/1" and name-value pairs, mlx5's in the
+// driver's group order first; a RoCE port lists no IB link, IPoIB or
+// subnet management counter, an IB port no MAC Control one; every other
+// counter is listed once. WriteHWCounters still lists them all.
+func TestRdmaStatistic(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    *pair
+		none []string
+	}{
+		{"roce", newPair(t, pairOpts{}), []string{"ib_fc_rx", "ipoib_tx_packets", "smp_rx", "gsi_rx", "vl15_dropped"}},
+		{"ib", ibPair(t, 1024, 1), []string{"rx_mac_control_errors"}},
+	} {
+		var sb strings.Builder
+		if err := tc.p.a.WriteRdmaStatistic(&sb, "emu_eth0"); err != nil {
+			t.Fatal(err)
+		}
+		line := sb.String()
+		if strings.Count(line, "\n") != 1 || !strings.HasSuffix(line, "\n") || !strings.HasPrefix(line, "link emu_eth0/1 rx_write_requests 0 rx_read_requests 0 ") {
+			t.Fatalf("%s: %q", tc.name, line)
+		}
+		f := strings.Fields(line)[2:]
+		if len(f)%2 != 0 {
+			t.Fatalf("%s: odd number of fields after link DEV/1: %q", tc.name, line)
+		}
+		pos := map[string]int{}
+		for i := 0; i < len(f); i += 2 {
+			if _, dup := pos[f[i]]; dup {
+				t.Errorf("%s: %s listed twice", tc.name, f[i])
+			}
+			if _, ok := CounterByName(f[i]); !ok {
+				t.Errorf("%s: %s is no counter", tc.name, f[i])
+			}
+			pos[f[i]] = i / 2
+		}
+		// mlx5's groups in the driver's order, before any of ours.
+		groups := [][]string{
+			{"rx_write_requests", "rx_read_requests", "rx_atomic_requests", "out_of_buffer", "out_of_sequence"},
+			{"duplicate_request", "rnr_nak_retry_err", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err"},
+			{"rp_cnp_ignored", "rp_cnp_handled", "np_ecn_marked_roce_packets", "np_cnp_sent"},
+			{"resp_local_length_error", "resp_cqe_error", "req_cqe_error", "req_remote_invalid_request", "req_remote_access_errors",
+				"resp_remote_access_errors", "resp_cqe_flush_error", "req_cqe_flush_error", "req_transport_retries_exceeded", "req_rnr_retries_exceeded"},
+			{"roce_adp_retrans"},
+			{"rdma_tx_packets", "rdma_tx_bytes", "rdma_rx_packets", "rdma_rx_bytes"},
+		}
+		i := 0
+		for _, g := range groups {
+			for _, name := range g {
+				if p, ok := pos[name]; !ok || p != i {
+					t.Errorf("%s: %s at %d (listed %v), want %d", tc.name, name, p, ok, i)
+				}
+				i++
+			}
+		}
+		for _, name := range tc.none {
+			if _, ok := pos[name]; ok {
+				t.Errorf("%s: lists %s", tc.name, name)
+			}
+		}
+		for name := range pos {
+			for _, ibOnly := range []string{"ib_", "ipoib_", "smp_", "gsi_"} {
+				if tc.name == "roce" && strings.HasPrefix(name, ibOnly) {
+					t.Errorf("roce: lists %s", name)
+				}
+			}
+		}
+		var all strings.Builder
+		tc.p.a.WriteHWCounters(&all)
+		if n := strings.Count(all.String(), "\n"); n != int(numCounters) {
+			t.Errorf("%s: WriteHWCounters lists %d counters, want all %d", tc.name, n, numCounters)
+		}
+		if want := int(numCounters) - len(tc.none); tc.name == "ib" && len(pos) != want {
+			t.Errorf("ib: %d counters listed, want %d", len(pos), want)
+		}
+	}
+}

@@ -210,7 +210,14 @@ func TestControlStatusCountersQos(t *testing.T) {
 			t.Errorf("hw counter %s missing", k)
 		}
 	}
-	if !strings.HasPrefix(cnt.Ethtool, "NIC statistics:\n") || !strings.Contains(cnt.RDMA, "np_cnp_sent ") {
+	// The hw_counters map is complete (the IB-only ones too); the text
+	// is what `rdma statistic show link emu_eth0/1` prints for this RoCE
+	// port.
+	if _, ok := cnt.HWCounters["ib_fc_rx"]; !ok {
+		t.Errorf("hw_counters lacks the IB-only ib_fc_rx: %v", cnt.HWCounters)
+	}
+	if !strings.HasPrefix(cnt.Ethtool, "NIC statistics:\n") || !strings.HasPrefix(cnt.RDMA, "link emu_eth0/1 rx_write_requests 0 ") ||
+		!strings.Contains(cnt.RDMA, " np_cnp_sent ") || strings.Contains(cnt.RDMA, " ib_fc_rx ") {
 		t.Errorf("text layouts: %q / %q", cnt.Ethtool[:min(40, len(cnt.Ethtool))], cnt.RDMA[:min(40, len(cnt.RDMA))])
 	}
 	if _, ok := cnt.Transport["link_tx_frames"]; !ok {

@@ -131,8 +131,13 @@ func (d *Daemon) opStatus() (*Response, error) {
 func (d *Daemon) opCounters() (*Response, error) {
 	var eth, hw strings.Builder
 	var werr error
+	hwc := map[string]uint64{}
 	err := d.Do(func() {
-		werr = errors.Join(d.nic.WriteEthtool(&eth), d.nic.WriteHWCounters(&hw))
+		// Every RDMA counter for programs (the map, complete: both
+		// fabrics'), and what `rdma statistic show link` prints for
+		// people (this fabric's, in mlx5's order).
+		d.nic.EachCounter(func(name string, v uint64) { hwc[name] = v })
+		werr = errors.Join(d.nic.WriteEthtool(&eth), d.nic.WriteRdmaStatistic(&hw, d.rdmaDevice()))
 	})
 	if d.tapPort != nil {
 		// Frames for the host that its TAP queue had no room for: the
@@ -157,7 +162,7 @@ func (d *Daemon) opCounters() (*Response, error) {
 	}
 	resp := &Response{
 		Ports:      []PortCounters{{Port: d.cfg.Port, Counters: parseEthtool(eth.String())}},
-		HWCounters: parseHWCounters(hw.String()),
+		HWCounters: hwc,
 		Transport:  d.transportCounters(),
 		Ethtool:    eth.String(),
 		RDMA:       hw.String(),
@@ -229,20 +234,10 @@ func parseEthtool(s string) map[string]uint64 {
 	return m
 }
 
-// parseHWCounters turns "name value" lines into a map.
-func parseHWCounters(s string) map[string]uint64 {
-	m := map[string]uint64{}
-	for _, l := range strings.Split(s, "\n") {
-		k, v, ok := strings.Cut(l, " ")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseUint(v, 10, 64); err == nil {
-			m[k] = n
-		}
-	}
-	return m
-}
+// rdmaDevice is the NIC's RDMA device name, as `rdma statistic` and
+// perftest's banner name it: emu_<port> (conventions: emu_<netdev>, never
+// mlx5_ or rxe).
+func (d *Daemon) rdmaDevice() string { return "emu_" + d.cfg.Port }
 
 // opLink sets the link administratively down or up, as pulling and
 // plugging the NIC's cable: down, the NIC sends nothing (its queues and

@@ -39,9 +39,14 @@ func init() {
 For a NIC (emunic) it prints what ethtool -S prints for a ConnectX port:
 "NIC statistics:" and one "     name: value" line per counter, with the mlx5
 names (rx_packets_phy, tx_bytes_phy, rx_prio3_pause, ...). --hw prints the
-RDMA counters instead, one "name value" line each, as the files under
-/sys/class/infiniband/<dev>/ports/1/hw_counters read (np_cnp_sent,
-rp_cnp_handled, out_of_sequence, ...).
+RDMA counters (the files under /sys/class/infiniband/<dev>/ports/1/hw_counters)
+instead, as "rdma statistic show link emu_<port>/1" prints them: one line,
+"link emu_eth0/1" then "name value" pairs, mlx5's counters in the driver's
+groups (rx_write_requests ... out_of_sequence, the retransmission ones, the
+congestion ones np_cnp_sent and rp_cnp_handled, the extended errors,
+roce_adp_retrans, rdma_tx_packets ...), then the emulator's own. A RoCE NIC
+lists no InfiniBand link, IPoIB or subnet-management counter, an IB NIC no
+MAC Control one; --json has every counter of both in hw_counters.
 
 For a switch (emuswitch) it prints one row per port (packets, bytes, PAUSE
 frames, ECN marks, drops) and one row per port and priority that counted
@@ -64,7 +69,7 @@ the daemon's counters as one JSON object for scripts.`,
 	}
 	cmd.Flags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
 	cmd.Flags().StringVar(&fl.lab, "lab", "", "the node is in lab `NAME` (default: the one lab that is up)")
-	cmd.Flags().BoolVar(&fl.hw, "hw", false, "a NIC's RDMA hw_counters instead of ethtool -S")
+	cmd.Flags().BoolVar(&fl.hw, "hw", false, "a NIC's RDMA hw_counters, as rdma statistic show prints them, instead of ethtool -S")
 	cmd.Flags().BoolVar(&fl.json, "json", false, "print the counters as JSON")
 	rootCmd.AddCommand(cmd)
 }
