@@ -51,7 +51,16 @@ const (
 	RdmaTxBytes         // rdma_tx_bytes
 	RdmaRxPackets       // rdma_rx_packets: RoCEv2 frames the engine accepted
 	RdmaRxBytes         // rdma_rx_bytes
-	RoCEAdpRetrans      // roce_adp_retrans: packets the requester sent again (go-back-N / go-back-0)
+	// roce_adp_retrans: packets the requester sent again (go-back-N after
+	// a NAK or an implied NAK, go-back-0 after an ACK timeout), every one
+	// of them, on RoCE and IB. Not what mlx5's counter of that name
+	// counts: its adaptive-retransmission events, one per retransmission
+	// episode under adaptive retransmission (a firmware feature that tunes
+	// the ACK timeout), not per resent packet; mlx5 has no counter of
+	// resent packets. The emulator's name is kept for the tools that read
+	// it; compare it with packet_seq_err + local_ack_timeout_err for
+	// episodes.
+	RoCEAdpRetrans
 
 	// Drops and NAKs mlx5 does not name separately (emufabric names).
 	ReqRemoteOpErr     // req_remote_operational_error: requester received a remote-operational-error NAK
@@ -93,7 +102,7 @@ const (
 	SMPTx            // smp_tx: subnet management packets sent (SMA answers, forwarded or the local SM's requests)
 	SMPMalformed     // smp_malformed: VL15 packet that is no valid SMP, dropped
 	SMPDropped       // smp_dropped: SMP the agent discarded (bad hop, unsupported method or attribute path) or a response with no SM here
-	IBLinkDowned     // link_downed: times the link went down under the port, or was declared lost for silence (IBLinkTimeout; IB PortCounters LinkDownedCounter)
+	LinkDowned       // link_downed: times the link went down under the port (RoCE and IB, as rxe counts it), or on IB was declared lost for silence (IBLinkTimeout; IB PortCounters LinkDownedCounter)
 	GSIRx            // gsi_rx: GMPs QP1 took
 	GSITx            // gsi_tx: GMPs QP1 sent (PerfMgt answers, this port's requests)
 	GSIUnsupported   // gsi_unsupported: GMP of a class without an agent here (SA, CM) or not a UD SEND, dropped
@@ -147,6 +156,11 @@ type PrioCounters struct {
 	pausedUntil clock.Time // egress of this priority is paused until then
 	pauseStart  clock.Time // start of the current pause, when paused
 	pausedTotal clock.Time // completed pause time
+
+	// XOFF this NIC asserts toward its peer (tx_prioN_pause_duration):
+	// from an XOFF sent until the pause it asks for runs out, an XON is
+	// sent or the link goes down (pfc.go).
+	xoffUntil, xoffStart, xoffTotal clock.Time
 }
 
 // PortCounters are the port-level mlx5 ethtool counters.
@@ -185,6 +199,20 @@ func (n *NIC) PauseDuration(p int) clock.Time {
 	return d
 }
 
+// TxPauseDuration is how long the NIC has asserted XOFF for priority p so
+// far (tx_prioN_pause_duration, microseconds in mlx5's ethtool -S), as the
+// switch counts its own: from each PFC frame that pauses p, sent, until
+// the pause it asks for runs out or an XON for p is sent; not while the
+// link is down, when nothing is sent. It grows while XOFF is asserted.
+func (n *NIC) TxPauseDuration(p int) clock.Time {
+	pc := &n.prio[p&7]
+	d := pc.xoffTotal
+	if now := n.clk.Now(); pc.xoffUntil > pc.xoffStart && pc.xoffStart <= now {
+		d += min(now, pc.xoffUntil) - pc.xoffStart
+	}
+	return d
+}
+
 // WriteEthtool writes the Ethernet-side counters as `ethtool -S` prints
 // them: "NIC statistics:" then one "     name: value" per line.
 func (n *NIC) WriteEthtool(w io.Writer) error {
@@ -210,9 +238,11 @@ func (n *NIC) WriteEthtool(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "     rx_prio%[1]d_bytes: %[2]d\n     rx_prio%[1]d_packets: %[3]d\n"+
 			"     tx_prio%[1]d_bytes: %[4]d\n     tx_prio%[1]d_packets: %[5]d\n"+
 			"     rx_prio%[1]d_pause: %[6]d\n     rx_prio%[1]d_pause_duration: %[7]d\n"+
-			"     rx_prio%[1]d_pause_transition: %[8]d\n     tx_prio%[1]d_pause: %[9]d\n",
+			"     rx_prio%[1]d_pause_transition: %[8]d\n     tx_prio%[1]d_pause: %[9]d\n"+
+			"     tx_prio%[1]d_pause_duration: %[10]d\n",
 			i, c.RxBytes, c.RxPackets, c.TxBytes, c.TxPackets, c.RxPause,
-			int64(n.PauseDuration(i)/clock.Microsecond), c.RxPauseTransition, c.TxPause)
+			int64(n.PauseDuration(i)/clock.Microsecond), c.RxPauseTransition, c.TxPause,
+			int64(n.TxPauseDuration(i)/clock.Microsecond))
 		if err != nil {
 			return err
 		}
@@ -254,7 +284,7 @@ var counterFabrics = func() (f [numCounters]fabrics) {
 	for _, c := range []Counter{IBCreditWaits, IBFCTx, IBFCRx, IBLinkErr, IBVLErr, IBCreditOverrun,
 		IBVL15Dropped, IBVCRCErr, IBWrongLID, IBPortStateDrop, IPoIBTxPackets, IPoIBRxPackets,
 		IPoIBARPReplies, IPoIBNoNeighbour, IPoIBUnsupported, SMPRx, SMPTx, SMPMalformed, SMPDropped,
-		IBLinkDowned, GSIRx, GSITx, GSIUnsupported} {
+		GSIRx, GSITx, GSIUnsupported} {
 		f[c] = onIB
 	}
 	return f

@@ -130,6 +130,7 @@ func (n *NIC) kick() {
 		}
 	}
 	if f := n.macCtl.pop(); f != nil {
+		n.assertXoff(f, now)
 		n.transmit(f, now, false)
 		return
 	}

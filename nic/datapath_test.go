@@ -3,6 +3,7 @@ package nic
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -431,5 +432,84 @@ func TestRdmaStatistic(t *testing.T) {
 		if want := int(numCounters) - len(tc.none); tc.name == "ib" && len(pos) != want {
 			t.Errorf("ib: %d counters listed, want %d", len(pos), want)
 		}
+	}
+}
+
+// TestLinkDownedOnRoCE: a RoCE port whose link goes down counts it in
+// link_downed (rxe's hw counter) as in link_down_events_phy, once per
+// loss of a link that was up.
+func TestLinkDownedOnRoCE(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	p.a.SetLinkUp(false)
+	p.a.SetLinkUp(false) // no change
+	p.a.SetLinkUp(true)
+	p.a.SetLinkUp(false)
+	if d, e := p.a.Count(LinkDowned), p.a.Port().LinkDownEventsPhy; d != 2 || e != 2 {
+		t.Errorf("link_downed %d, link_down_events_phy %d; want 2, 2", d, e)
+	}
+	var sb strings.Builder
+	p.a.WriteRdmaStatistic(&sb, "emu_eth0")
+	if !strings.Contains(sb.String(), " link_downed 2") {
+		t.Errorf("rdma statistic of a RoCE port: %s", sb.String())
+	}
+}
+
+// TestTxPauseDuration: tx_prioN_pause_duration is the time the NIC has
+// asserted XOFF, as the switch counts its own: it grows while the pause an
+// XOFF asked for runs (read at any time), a later XOFF extends it, an XON
+// ends it, it stops at the pause's end when no XON comes, and it does not
+// grow while the link is down.
+func TestTxPauseDuration(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	us := clock.Microsecond
+	at := func(when clock.Time) {
+		t.Helper()
+		p.l.NewTimer(func() {}).Reset(when)
+		p.l.run(when, 1<<20, nil)
+		if p.l.now != when {
+			t.Fatalf("clock at %v, want %v", p.l.now, when)
+		}
+	}
+	send := func(quanta uint16) {
+		var times [8]uint16
+		times[3] = quanta
+		p.a.SendPFC(1<<3, &times)
+	}
+	dur := func() clock.Time { return p.a.TxPauseDuration(3) }
+	quanta := wire.QuantaToTime(0xFFFF, 100e9) // 335.5 us at 100 Gb/s
+	send(0xFFFF)
+	at(0)
+	for _, step := range []struct {
+		at   clock.Time
+		do   func()
+		want clock.Time
+	}{
+		{100 * us, nil, 100 * us},                     // live
+		{200 * us, func() { send(0xFFFF) }, 200 * us}, // refreshed: runs to 200 us + quanta
+		{300 * us, func() { send(0) }, 300 * us},      // XON
+		{400 * us, nil, 300 * us},                     // not asserted
+		{400 * us, func() { send(0xFFFF) }, 300 * us}, // asserted again
+		{450 * us, func() { p.a.SetLinkUp(false) }, 350 * us},
+		{700 * us, nil, 350 * us}, // down: no pause on the wire
+		{700 * us, func() { p.a.SetLinkUp(true) }, 350 * us},
+		{800 * us, func() { send(0xFFFF) }, 350 * us},
+		{2000 * us, nil, 350*us + quanta}, // ran out without an XON
+	} {
+		at(step.at)
+		if step.do != nil {
+			step.do()
+			at(step.at) // the frame goes out now: the port is free
+		}
+		if got := dur(); got != step.want {
+			t.Errorf("at %v: tx_prio3_pause_duration %v, want %v", step.at, got, step.want)
+		}
+	}
+	if d := p.a.TxPauseDuration(4); d != 0 {
+		t.Errorf("priority 4, never paused: %v", d)
+	}
+	var sb strings.Builder
+	p.a.WriteEthtool(&sb)
+	if want := fmt.Sprintf("     tx_prio3_pause_duration: %d\n", int64((350*us+quanta)/us)); !strings.Contains(sb.String(), want) {
+		t.Errorf("ethtool -S lacks %q", want)
 	}
 }

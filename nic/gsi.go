@@ -102,7 +102,7 @@ func (n *NIC) portCounters(portSelect uint8) *mad.PortCountersFields {
 	const link = 6 // bytes of a link packet
 	return &mad.PortCountersFields{
 		PortSelect:  portSelect,
-		LinkDowned:  n.cnt[IBLinkDowned],
+		LinkDowned:  n.cnt[LinkDowned],
 		RcvErrors:   n.cnt[RxICRCErr] + n.cnt[IBVCRCErr] + n.cnt[RxMalformed] + n.cnt[IBVLErr],
 		VL15Dropped: n.cnt[IBVL15Dropped],
 		XmitData:    (p.TxBytesPhy - fc*link - 2*(p.TxPacketsPhy-fc)) / 4,

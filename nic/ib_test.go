@@ -392,18 +392,18 @@ func TestIBLinkIntegrity(t *testing.T) {
 		cfgB: func(c *Config) { c.Fabric, c.LID, c.IBFCRefresh = FabricIB, 2, 50*clock.Microsecond }})
 	state := func() string { return mad.PortStateName(p.a.SMA().PortState(1)) }
 	p.l.run(clock.Millisecond, 1<<20, nil)
-	if state() != "Initializing" || p.a.Count(IBLinkDowned) != 0 {
-		t.Fatalf("with b refreshing every 50 us: a's port %s, link_downed %d", state(), p.a.Count(IBLinkDowned))
+	if state() != "Initializing" || p.a.Count(LinkDowned) != 0 {
+		t.Fatalf("with b refreshing every 50 us: a's port %s, link_downed %d", state(), p.a.Count(LinkDowned))
 	}
 	p.b.SetLinkUp(false) // b's port disabled: silence on the cable
 	p.l.run(p.l.now+clock.Millisecond, 1<<20, nil)
-	if state() != "Down" || p.a.Count(IBLinkDowned) != 1 {
-		t.Fatalf("after 1 ms of silence: a's port %s, link_downed %d", state(), p.a.Count(IBLinkDowned))
+	if state() != "Down" || p.a.Count(LinkDowned) != 1 {
+		t.Fatalf("after 1 ms of silence: a's port %s, link_downed %d", state(), p.a.Count(LinkDowned))
 	}
 	p.b.SetLinkUp(true)
 	p.l.run(p.l.now+100*clock.Microsecond, 1<<20, nil)
-	if state() != "Initializing" || p.a.Count(IBLinkDowned) != 1 {
-		t.Fatalf("b back: a's port %s, link_downed %d", state(), p.a.Count(IBLinkDowned))
+	if state() != "Initializing" || p.a.Count(LinkDowned) != 1 {
+		t.Fatalf("b back: a's port %s, link_downed %d", state(), p.a.Count(LinkDowned))
 	}
 }
 

@@ -221,7 +221,7 @@ func (n *NIC) watchdog() {
 	}
 	if !l.lost {
 		l.lost = true
-		n.cnt[IBLinkDowned]++
+		n.cnt[LinkDowned]++
 		n.smaLink(false)
 	}
 	l.wd.Reset(now + n.cfg.IBLinkTimeout)

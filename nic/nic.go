@@ -94,6 +94,7 @@ type NIC struct {
 	grh    [grhSize]byte
 	rf     bth.RoCEFields
 	mc     wire.MACControl
+	mcTx   wire.MACControl // a PFC frame sent (assertXoff)
 	gather [4096]byte
 
 	trace func(qpn uint32, machine, state string)
@@ -167,13 +168,15 @@ func (n *NIC) SetLinkUp(up bool) {
 	if !up && n.tx != nil {
 		// A link that was up (a transmitter attached, not down) lost its
 		// carrier: the cable, the far end set down, the far end gone.
+		// link_down_events_phy counts it, and link_downed, as rxe counts
+		// it on RoCE and IB's LinkDownedCounter on IB, unless the IB
+		// watchdog already counted the link lost for silence.
 		n.port.LinkDownEventsPhy++
-	}
-	if !up && n.ib() && n.tx != nil && !n.ibl.lost {
-		// The link went down under the port (its cable, or the far end
-		// set down): IB's LinkDownedCounter counts it, as it counts a
-		// link the watchdog found silent.
-		n.cnt[IBLinkDowned]++
+		if !n.ib() || !n.ibl.lost {
+			n.cnt[LinkDowned]++
+		}
+		// No XOFF is asserted on a link that is down.
+		n.endXoff(n.clk.Now())
 	}
 	n.linkDown = !up
 	n.smaLink(up && n.tx != nil)

@@ -78,3 +78,47 @@ func (n *NIC) SendPFC(enable uint8, times *[8]uint16) {
 	n.macCtl.push(f)
 	n.wake()
 }
+
+// assertXoff accounts for MAC Control frame f sent now: a PFC frame that
+// pauses a priority asserts XOFF for it until the quanta it asks for run
+// out at the link's rate (a later XOFF extends that), one with time 0
+// (XON) ends it (TxPauseDuration).
+func (n *NIC) assertXoff(f *frame.Frame, now clock.Time) {
+	if wire.DecodeMACControl(f.Data, &n.mcTx) != nil || n.mcTx.Opcode != wire.MACControlOpPFC {
+		return
+	}
+	for p := range 8 {
+		if n.mcTx.Enable&(1<<p) == 0 {
+			continue
+		}
+		pc := &n.prio[p]
+		if t := n.mcTx.Time[p]; t != 0 {
+			if pc.xoffUntil <= now {
+				// Not asserted: a new XOFF starts now; one that ran out
+				// on its own is banked here.
+				if pc.xoffUntil > pc.xoffStart {
+					pc.xoffTotal += pc.xoffUntil - pc.xoffStart
+				}
+				pc.xoffStart = now
+			}
+			pc.xoffUntil = now + wire.QuantaToTime(t, n.cfg.Rate)
+			continue
+		}
+		n.endXoffPrio(pc, now)
+	}
+}
+
+// endXoff ends the XOFF asserted for every priority now (the link went
+// down).
+func (n *NIC) endXoff(now clock.Time) {
+	for p := range 8 {
+		n.endXoffPrio(&n.prio[p], now)
+	}
+}
+
+func (n *NIC) endXoffPrio(pc *PrioCounters, now clock.Time) {
+	if pc.xoffUntil > now {
+		pc.xoffTotal += now - pc.xoffStart
+		pc.xoffUntil, pc.xoffStart = now, now
+	}
+}

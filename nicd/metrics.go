@@ -104,6 +104,8 @@ var hwMetrics = map[string]metricName{
 	"np_cnp_sent":     {"emu_cnp_sent_total", "CNPs the NIC sent as a notification point (np_cnp_sent).", 0},
 	"rp_cnp_handled":  {"emu_cnp_handled_total", "CNPs that made the NIC's reaction point cut a rate (rp_cnp_handled).", 0},
 	"out_of_sequence": {"emu_psn_out_of_sequence_total", "Packets the responder received out of PSN sequence (out_of_sequence).", 0},
+	// Named as mlx5's counter, counting something else (nic/counters.go).
+	"roce_adp_retrans": {"emu_nic_rdma_roce_adp_retrans_total", "Packets the requester sent again, every go-back-N/go-back-0 resend (roce_adp_retrans; mlx5's counts adaptive-retransmission events, not resent packets).", 0},
 }
 
 // WriteMetrics writes a counters response as Prometheus text.
