@@ -709,7 +709,7 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 
 	// Errors name what is wrong.
 	e.failOps(t, "has no node h7", "stats", "h7")
-	e.failOps(t, `no port "p9" on sw1`, "stats", "sw1:p9")
+	e.failOps(t, "sw1 has no port p9 (ports: p1, p2)", "stats", "sw1:p9")
 	e.failOps(t, "h1 has no port eth5", "stats", "h1:eth5")
 	e.failOps(t, "--hw: sw1 is a switch", "stats", "sw1", "--hw")
 	e.failOps(t, "names its lab and --lab", "stats", l.node("h1"), "--lab", l.name)

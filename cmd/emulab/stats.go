@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -119,20 +120,20 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 	if n.Control == "" {
 		return noDaemon(n, "emulab stats")
 	}
-	switch n.Kind {
-	case lab.KindSwitch:
-		if fl.hw {
-			return fmt.Errorf("--hw: %s is a switch; RDMA hw_counters are a NIC's", n.Name)
-		}
-	default:
-		if port != "" && n.Port(port) == nil {
-			return fmt.Errorf("%s: %s has no port %s (ports: %s)", arg, n.Name, port, n.PortNames())
-		}
-		port = ""
+	if n.Kind == lab.KindSwitch && fl.hw {
+		return fmt.Errorf("--hw: %s is a switch; RDMA hw_counters are a NIC's", n.Name)
+	}
+	// A port the lab does not have is said before any daemon is asked
+	// (a switch's ports are its connected ones, as a NIC's).
+	if port != "" && n.Port(port) == nil {
+		return fmt.Errorf("%s: %s has no port %s (ports: %s)", arg, n.Name, port, n.PortNames())
+	}
+	if n.Kind != lab.KindSwitch {
+		port = "" // an emunic has one port and answers for it
 	}
 	c, err := lab.QueryCounters(n.Control, port, opsTimeout)
 	if err != nil {
-		return fmt.Errorf("stats %s: %s's daemon does not answer on its control socket (is it running? `emulab status %s` says): %w", arg, n.Name, li.Lab, err)
+		return daemonError("stats "+arg, n, li.Lab, err)
 	}
 	if fl.json {
 		return writeStatsJSON(out, li, n, c)
@@ -161,6 +162,18 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 		}
 	}
 	return err
+}
+
+// daemonError is what went wrong asking n's daemon (for what): a daemon
+// that cannot be reached (its socket is gone or refuses connections: it
+// is not running) is said so, with where to look; a daemon that answered
+// with an error, or not in time, is quoted as it is.
+func daemonError(what string, n *lab.NodeInfo, labName string, err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return fmt.Errorf("%s: %s's daemon does not answer on its control socket (is it running? `emulab status %s` says): %w", what, n.Name, labName, err)
+	}
+	return fmt.Errorf("%s: %s's daemon: %w", what, n.Name, err)
 }
 
 // writeStatsJSON prints the daemon's counters with the node they are of.
