@@ -69,6 +69,26 @@ type DaemonPort struct {
 	Link string
 }
 
+// SwitchPortLink is the word for a switch port's link, from the fields of
+// emuswitch's port status, as DaemonPort.Link says it (status, link set):
+// "down (admin)" set down here, "down (peer silent)", "down (peer)" set
+// down at the far end, "up", "waiting" for a peer to connect, or "down".
+func SwitchPortLink(adminUp, connected, up, peerDown, peerSilent bool) string {
+	switch {
+	case !adminUp:
+		return "down (admin)"
+	case peerSilent:
+		return "down (peer silent)"
+	case peerDown:
+		return "down (peer)"
+	case up:
+		return "up"
+	case !connected:
+		return "waiting"
+	}
+	return "down"
+}
+
 // DaemonPorts asks a daemon for its ports' state with {"op":"status"}.
 // emuswitch answers with a "ports" list, emunic with its one port in
 // "status".
@@ -106,19 +126,7 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 	}
 	var out []DaemonPort
 	for _, p := range r.Ports {
-		st := "down"
-		switch {
-		case p.AdminUp != nil && !*p.AdminUp:
-			st = "down (admin)"
-		case p.PeerSilent:
-			st = "down (peer silent)"
-		case p.PeerDown:
-			st = "down (peer)"
-		case p.Up:
-			st = "up"
-		case !p.Connected:
-			st = "waiting"
-		}
+		st := SwitchPortLink(p.AdminUp == nil || *p.AdminUp, p.Connected, p.Up, p.PeerDown, p.PeerSilent)
 		tr := p.Transport
 		if p.URI != "" {
 			tr = p.URI

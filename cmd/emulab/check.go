@@ -46,6 +46,10 @@ Exit status 0 when every file is good, 2 when any file has a problem.`,
 		},
 	}
 	cmd.Flags().StringVar(&hosts, "hosts", "auto", "plan hosts as up --hosts would: nic, tap or auto (as nic)")
+	// Every other subcommand takes --state-dir; check reads no lab state,
+	// but a script that passes it to every emulab command must not fail.
+	var stateDir string
+	cmd.Flags().StringVar(&stateDir, "state-dir", lab.DefaultStateRoot, "accepted for scripts that pass it to every subcommand; check reads no lab state and ignores it")
 	rootCmd.AddCommand(cmd)
 }
 

@@ -71,4 +71,13 @@ topology:
 	if _, _, err := runCheckCmd(t, "--hosts", "vm", good); err == nil || !strings.Contains(err.Error(), "--hosts") {
 		t.Errorf("--hosts vm: %v", err)
 	}
+	// --state-dir, which every other subcommand takes, is accepted and
+	// changes nothing (check reads no lab state).
+	withState, _, err := runCheckCmd(t, "--state-dir", filepath.Join(dir, "nonexistent"), good)
+	if err != nil {
+		t.Errorf("check --state-dir: %v", err)
+	}
+	if plain, _, _ := runCheckCmd(t, good); withState != plain {
+		t.Errorf("check --state-dir printed\n%s\nwithout it\n%s", withState, plain)
+	}
 }

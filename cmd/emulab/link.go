@@ -216,7 +216,7 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if err != nil {
 		return fmt.Errorf("link set %s: %w", endpoint, err)
 	}
-	if err := writeLinkResult(out, target.Name+":"+tport, &change, raw); err != nil {
+	if err := writeLinkResult(out, target.Name+":"+tport, farEnd(li, target, tport), &change, raw); err != nil {
 		return err
 	}
 	// A rate is the link's, both ways: each end's transmitter runs at it,
@@ -240,7 +240,16 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if raw, err = lab.SetLink(peer.Control, pc, opsTimeout); err != nil {
 		return fmt.Errorf("link set %s: %s was set on %s:%s, but not on the link's other end %s:%s: %w", endpoint, changedWords(&pc), target.Name, tport, peer.Name, pport, err)
 	}
-	return writeLinkResult(out, peer.Name+":"+pport, &pc, raw)
+	return writeLinkResult(out, peer.Name+":"+pport, farEnd(li, peer, pport), &pc, raw)
+}
+
+// farEnd is the endpoint at the other end of node's port as LAB/NODE:PORT,
+// which any command takes ("" for none).
+func farEnd(li *lab.LabInfo, node *lab.NodeInfo, port string) string {
+	if p := node.Port(port); p != nil && p.Peer != "" {
+		return li.Lab + "/" + p.Peer
+	}
+	return ""
 }
 
 // linkPeer returns the other end of node's port when it has a daemon: a
@@ -280,8 +289,10 @@ func withoutState(words []string) []string {
 }
 
 // writeLinkResult prints the port's state after the change: emuswitch
-// answers with the port's status, emunic with a bare OK.
-func writeLinkResult(out io.Writer, name string, c *lab.LinkChange, raw json.RawMessage) error {
+// answers with the port's status, emunic with a bare OK. The state is
+// said as status says it (lab.SwitchPortLink); a link down because of its
+// far end (peer, the endpoint there) gets a hint naming it.
+func writeLinkResult(out io.Writer, name, peer string, c *lab.LinkChange, raw json.RawMessage) error {
 	var r struct {
 		Port *swd.PortStatus `json:"port"`
 	}
@@ -307,14 +318,24 @@ func writeLinkResult(out io.Writer, name string, c *lab.LinkChange, raw json.Raw
 		return err
 	}
 	p := r.Port
-	state := "up"
-	switch {
-	case !p.AdminUp:
-		state = "down (admin)"
-	case !p.Up:
-		state = "down (no peer)"
+	state := lab.SwitchPortLink(p.AdminUp, p.Connected, p.Up, p.PeerDown, p.PeerSilent)
+	far := peer
+	if far == "" {
+		far = "the far end"
 	}
-	_, err := fmt.Fprintf(out, "%s: link %s, rate %s (port speed %s), delay %s, loss %g, corrupt %g\n",
-		name, state, p.Rate, p.Speed, p.Delay, p.Loss, p.Corrupt)
+	hint := ""
+	switch state {
+	case "down (peer)":
+		hint = fmt.Sprintf("; the far end, %s, is set down: emulab link set %s up", far, far)
+		if peer == "" {
+			hint = "; the far end is set down"
+		}
+	case "down (peer silent)":
+		hint = fmt.Sprintf("; the far end, %s, sends nothing (is its daemon running? emulab status)", far)
+	case "waiting":
+		hint = fmt.Sprintf("; nothing is connected from the far end, %s, yet", far)
+	}
+	_, err := fmt.Fprintf(out, "%s: link %s, rate %s (port speed %s), delay %s, loss %g, corrupt %g%s\n",
+		name, state, p.Rate, p.Speed, p.Delay, p.Loss, p.Corrupt, hint)
 	return err
 }
