@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -63,6 +64,11 @@ type Lab struct {
 	Info  *LabInfo
 	procs map[string]*Proc // by node name
 	grace time.Duration
+
+	// downOnce makes Down idempotent: a test may take its lab down
+	// itself, and Start's cleanup then calls Down again.
+	downOnce sync.Once
+	downErr  error
 }
 
 // Up builds spec as a namespace lab: a namespace per node, a daemon per
@@ -492,13 +498,21 @@ func (l *Lab) Release() error {
 	return l.State.Close()
 }
 
-// Down tears the lab down (daemons, namespaces, sockets, state).
+// Down tears the lab down (daemons, namespaces, sockets, state). Every
+// daemon is marked as stopping first, so their exits are expected (Health
+// reports none of them). Only the first call does anything; later calls
+// return its result.
 func (l *Lab) Down() error {
-	err := l.State.Teardown(l.grace)
-	if cerr := l.State.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	l.downOnce.Do(func() {
+		for _, p := range l.procs {
+			p.stopping.Store(true)
+		}
+		l.downErr = l.State.Teardown(l.grace)
+		if cerr := l.State.Close(); l.downErr == nil {
+			l.downErr = cerr
+		}
+	})
+	return l.downErr
 }
 
 // Proc is the daemon of node, nil if the node has none (a TAP host).

@@ -288,7 +288,7 @@ func (r *recordTB) Errorf(format string, args ...any) {
 // spec from Parse comes up (Start writes its text for the daemons); a
 // host's address is at hand (NodeInfo.IP); a daemon killed from outside
 // fails the test at cleanup with the end of its log (Health), one stopped
-// with Proc.Stop does not.
+// with Proc.Stop does not, nor a lab the test took down with Down.
 func TestStartHelperExtras(t *testing.T) {
 	SkipUnlessRoot(t)
 	a, b := LoadUnique(t, "../examples/two-hosts.yaml"), LoadUnique(t, "../examples/two-hosts.yaml")
@@ -343,4 +343,23 @@ func TestStartHelperExtras(t *testing.T) {
 			t.Errorf("Health after Proc.Stop: %v", err)
 		}
 	})
+	// A test that takes its lab down itself: the daemons' exits are
+	// expected, and Start's cleanup, which calls Down again, is quiet.
+	rec = &recordTB{}
+	t.Run("down", func(t *testing.T) {
+		rec.T = t
+		l := Start(rec, LoadUnique(t, "../examples/two-hosts.yaml"), UpOptions{Hosts: HostsTAP})
+		if err := l.Down(); err != nil {
+			t.Fatalf("Down: %v", err)
+		}
+		if err := l.Health(); err != nil {
+			t.Errorf("Health after Down: %v", err)
+		}
+		if err := l.Down(); err != nil {
+			t.Errorf("second Down: %v", err)
+		}
+	})
+	if len(rec.errs) != 0 {
+		t.Errorf("cleanup after Down reported %q", rec.errs)
+	}
 }
