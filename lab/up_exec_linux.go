@@ -5,8 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // ResolveNode finds the namespace of a node of a running lab. ref is
@@ -77,12 +80,29 @@ func (l *Lab) Exec(node string, argv ...string) ([]byte, error) {
 	return l.ExecContext(context.Background(), node, argv...)
 }
 
-// ExecContext is Exec with a context that kills the command.
+// execWaitDelay bounds how long ExecContext waits, once the command was
+// killed or has exited, for whatever still holds its output pipe (a
+// process that left the command's process group).
+const execWaitDelay = 2 * time.Second
+
+// ExecContext is Exec with a context that kills the command. The command
+// runs in a process group of its own, and the context kills the whole
+// group: `sh -c "sleep 20; echo done"` ends with its sleep, and the call
+// returns, when the context is done, not when the sleep is.
 func (l *Lab) ExecContext(ctx context.Context, node string, argv ...string) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("exec: no command")
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		// The group's id is the command's pid (Setpgid).
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			return err
+		}
+		return os.ErrProcessDone
+	}
+	cmd.WaitDelay = execWaitDelay
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := l.StartCmd(node, cmd); err != nil {

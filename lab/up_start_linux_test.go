@@ -48,6 +48,22 @@ func TestUpStartHelper(t *testing.T) {
 		if !errors.As(err, &ee) {
 			t.Errorf("cancelled command: %v", err)
 		}
+		// The context ends the command's children too, not only the
+		// shell: the call returns long before the sleep would end.
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		begin := time.Now()
+		out, err = l.ExecContext(ctx, "h1", "sh", "-c", "sleep 20; echo done")
+		cancel()
+		if took := time.Since(begin); err == nil || strings.Contains(string(out), "done") || took > 10*time.Second {
+			t.Errorf("sh -c 'sleep 20; echo done' under a 1 s context: %v, %q after %v", err, out, took)
+		}
+		h1ns, _ := l.Namespace("h1")
+		pids, _ := nsPidsIn(h1ns)
+		for _, pid := range pids {
+			if b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); string(b) == "sleep\x0020\x00" && !nsWaitGone(pid, 0, 5*time.Second) {
+				t.Errorf("the command's sleep (pid %d) outlived the context", pid)
+			}
+		}
 
 		// The test holds the lab: status says so, a second Up is refused.
 		st, err := ReadStatus(l.State.Root, spec.Name)
