@@ -616,7 +616,12 @@ func downCommand(root, name string) string {
 // namespaceTaken explains why node's namespace ns of lab name exists
 // already. Lab and node names join with '-', so a lab under this state
 // directory may own it under another split (lab w2-x's h1 and lab w2's
-// x-h1 are both emu-w2-x-h1): its record says so.
+// x-h1 are both emu-w2-x-h1): its record says so. Otherwise the mark up
+// leaves on the namespace's lo (MarkOwner) names the state directory of
+// the lab that made it, wherever that is (another --state-dir, a test's),
+// and `emulab down` there is the way to remove it: deleting the namespace
+// by hand would cut a running lab out from under its daemons. Only a
+// namespace nobody marked gets the `ip netns delete` advice.
 func namespaceTaken(root, name, node, ns string) error {
 	labs, _ := Labs(root)
 	for _, other := range labs {
@@ -630,6 +635,15 @@ func namespaceTaken(root, name, node, ns string) error {
 		return fmt.Errorf("namespace %s of node %s is lab %s's, which is up: lab and node names join with '-' to the same name; rename one, or take lab %s down first (`%s`)",
 			ns, node, other, other, downCommand(root, other))
 	}
-	return fmt.Errorf("namespace %s of node %s exists already: lab %s up under another state directory, a lab not torn down, or another lab whose name and node join to the same name (names join with '-'): `%s` or `ip netns delete %s` removes it",
-		ns, node, name, downCommand(root, name), ns)
+	if owner := namespaceOwner(ns); owner != "" {
+		ownerRoot, ownerLab := filepath.Dir(owner), filepath.Base(owner)
+		state := "which is up or was not taken down"
+		if _, err := os.Stat(filepath.Join(owner, "state.json")); err != nil {
+			state = "which was not taken down (its state directory is gone; down finds the namespaces by their mark)"
+		}
+		return fmt.Errorf("namespace %s of node %s exists already: it belongs to lab %s under state directory %s, %s: `%s` removes that lab (its daemons run in the namespace: do not delete it by hand)",
+			ns, node, ownerLab, ownerRoot, state, downCommand(ownerRoot, ownerLab))
+	}
+	return fmt.Errorf("namespace %s of node %s exists already and no lab marked it as its own (made by hand, or by an emulab older than the marks): if nothing runs in it (`ip netns pids %s`), `ip netns delete %s` removes it; or rename lab %s",
+		ns, node, ns, ns, name)
 }

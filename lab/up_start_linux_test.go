@@ -264,7 +264,8 @@ func TestResolveNodeNoLab(t *testing.T) {
 // TestNamespaceTaken: lab and node names join with '-', so lab w2-x's node
 // h1 and lab w2's node x-h1 are both emu-w2-x-h1. The refusal names the
 // lab that owns the namespace and how to take it down, not the lab being
-// brought up.
+// brought up; so does the owner mark of a namespace a lab under another
+// state directory made.
 func TestNamespaceTaken(t *testing.T) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "w2-x"), 0o700); err != nil {
@@ -280,9 +281,33 @@ func TestNamespaceTaken(t *testing.T) {
 		t.Errorf("collision: %v", err)
 	}
 	err = namespaceTaken(root, "w3", "h1", "emu-w3-h1")
-	if err == nil || !strings.Contains(err.Error(), "namespace emu-w3-h1 of node h1 exists already") ||
-		!strings.Contains(err.Error(), "`emulab down --state-dir "+root+" w3`") {
+	if err == nil || !strings.Contains(err.Error(), "namespace emu-w3-h1 of node h1 exists already and no lab marked it") ||
+		!strings.Contains(err.Error(), "`ip netns delete emu-w3-h1`") {
 		t.Errorf("no owner found: %v", err)
+	}
+
+	// A namespace up marked names the lab and state directory that made
+	// it, not the lab being brought up, and is never to be deleted by
+	// hand.
+	SkipUnlessRoot(t)
+	spec := LoadUnique(t, "../examples/two-hosts.yaml")
+	name := NamespacePrefix + spec.Name + "-h1"
+	ns, err := CreateNamespace(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer DeleteNamespace(name)
+	other := filepath.Join(t.TempDir(), "elsewhere")
+	err = ns.MarkOwner(filepath.Join(other, spec.Name))
+	ns.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = namespaceTaken(root, spec.Name, "h1", name)
+	if err == nil || !strings.Contains(err.Error(), "belongs to lab "+spec.Name+" under state directory "+other) ||
+		!strings.Contains(err.Error(), "`emulab down --state-dir "+other+" "+spec.Name+"`") ||
+		strings.Contains(err.Error(), root) || strings.Contains(err.Error(), "ip netns delete") {
+		t.Errorf("marked namespace: %v", err)
 	}
 }
 
