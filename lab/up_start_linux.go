@@ -5,10 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync/atomic"
 )
 
 // TB is what the test helpers need of a test; *testing.T and *testing.B
@@ -137,51 +134,4 @@ func BuildDaemons(t TB) string {
 		t.Fatalf("%v", err)
 	}
 	return dir
-}
-
-// uniqueCalls counts LoadUnique's calls in this process.
-var uniqueCalls atomic.Uint64
-
-var topNameRE = regexp.MustCompile(`(?m)^name:[ \t]*["']?([A-Za-z0-9_-]+)["']?[ \t]*(#.*)?$`)
-
-// LoadUnique loads the lab file at path under a name unique to this call
-// (the file's name, shortened, the pid and a count of the process's
-// calls), from a copy in a temporary directory: labs of tests that run at
-// the same time, in one process or several, never share a namespace name.
-// The copy keeps the file's base name, so errors still name it.
-func LoadUnique(t TB, path string) *Spec {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	m := topNameRE.FindSubmatchIndex(b)
-	if m == nil {
-		t.Fatalf("%s: no top-level `name:` line", path)
-	}
-	old := string(b[m[2]:m[3]])
-	suffix := strconv.Itoa(os.Getpid()%100000) + "-" + strconv.FormatUint(uniqueCalls.Add(1), 36)
-	uniq := old
-	if len(uniq) > MaxNameLen-len(suffix) {
-		uniq = uniq[:MaxNameLen-len(suffix)]
-	}
-	uniq += suffix
-	nb := append(append(append([]byte(nil), b[:m[2]]...), uniq...), b[m[3]:]...)
-	dir, err := os.MkdirTemp("", "emulab")
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	cp := filepath.Join(dir, filepath.Base(path))
-	if err := os.WriteFile(cp, nb, 0o600); err != nil {
-		t.Fatalf("%v", err)
-	}
-	spec, err := Load(cp)
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	if spec.Name != uniq {
-		t.Fatalf("%s: renamed lab %q to %q but it loaded as %q", path, old, uniq, spec.Name)
-	}
-	return spec
 }
