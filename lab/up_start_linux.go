@@ -26,8 +26,11 @@ type TB interface {
 // when not running as root (CI runs as root). The state directory is a
 // fresh temporary directory, so a test never meets another lab's state;
 // namespaces are global, so concurrent tests need distinct lab names
-// (LoadUnique gives each call one). A spec from Parse, whose File is no
-// file, is written to a temporary one for the daemons, which read it.
+// (LoadUnique and Unique give each call one). A spec from Parse, whose
+// File is no file, is written to a temporary one for the daemons, which
+// read it. The daemons read the lab's text, not the Spec, so a Spec
+// changed in memory after Parse or Load is refused: change the text and
+// parse it again.
 //
 // Teardown kills every process in the lab's namespaces, also those the
 // test started there (StartCmd). A daemon that exited during the test
@@ -48,6 +51,9 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		opt = opts[0]
 	default:
 		t.Fatalf("lab.Start: %d UpOptions, at most one", len(opts))
+	}
+	if err := spec.checkUnedited(); err != nil {
+		t.Fatalf("lab.Start: %v", err)
 	}
 	SkipUnlessRoot(t)
 	if opt.BinDir == "" {

@@ -404,3 +404,41 @@ func TestStartHelperExtras(t *testing.T) {
 		t.Errorf("cleanup after Down reported %q", rec.errs)
 	}
 }
+
+// fatalTB is a test whose Fatalf is recorded and ends the (sub)test as
+// skipped instead of failed: for checking what Start refuses.
+type fatalTB struct {
+	*testing.T
+	fatal string
+}
+
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.fatal = fmt.Sprintf(format, args...)
+	f.SkipNow()
+}
+
+// startRefusal runs Start(spec, opts...) and returns the message it
+// stopped the test with ("" if it did not).
+func startRefusal(t *testing.T, spec *Spec, opts ...UpOptions) string {
+	t.Helper()
+	f := &fatalTB{}
+	t.Run("refused", func(t *testing.T) {
+		f.T = t
+		Start(f, spec, opts...)
+	})
+	return f.fatal
+}
+
+// TestStartRefuses: Start stops the test with a message, before it builds
+// or creates anything, when the spec was changed in memory after it was
+// parsed (the daemons read its text: the change would be half applied).
+func TestStartRefuses(t *testing.T) {
+	spec, err := Load("../examples/two-hosts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Links[0].Loss = 0.5
+	if msg := startRefusal(t, spec); !strings.Contains(msg, "lab.Start: spec ../examples/two-hosts.yaml was changed after it was parsed (Links[0].LinkParams.Loss: 0.5, the text says 0)") {
+		t.Errorf("edited spec: %q", msg)
+	}
+}

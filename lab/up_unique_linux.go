@@ -90,6 +90,9 @@ func Unique(t TB, spec *Spec) *Spec {
 	if spec == nil {
 		t.Fatalf("lab.Unique: nil spec")
 	}
+	if err := spec.checkUnedited(); err != nil {
+		t.Fatalf("lab.Unique: %v", err)
+	}
 	nb, name, err := renameSource(spec, spec.source)
 	if err != nil {
 		t.Fatalf("lab.Unique: %v", err)
