@@ -54,6 +54,12 @@ type UpOptions struct {
 	// simulator's only: a schedule written for a simulated run of
 	// milliseconds would otherwise cut a link of the real lab right away.
 	Schedules bool
+
+	// test is the test Start brings the lab up for, when its progress
+	// goes to the test's log (Progress nil): each line is logged by a
+	// helper, so the test names the step of Up that reports it, and
+	// errors name Start's options instead of emulab's flags.
+	test TB
 }
 
 // Lab is a lab that Up built. It holds the lab's state lock until Release
@@ -103,9 +109,18 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 		return nil, err
 	}
 	say := func(format string, args ...any) {
+		if opt.test != nil {
+			opt.test.Helper()
+			opt.test.Logf("up %s: "+format, append([]any{spec.Name}, args...)...)
+			return
+		}
 		if opt.Progress != nil {
 			fmt.Fprintf(opt.Progress, "up %s: "+format+"\n", append([]any{spec.Name}, args...)...)
 		}
+	}
+	stateFlag := "--state-dir"
+	if opt.test != nil {
+		stateFlag = "UpOptions.StateRoot (unset, Start keeps labs under TMPDIR: a shorter TMPDIR)"
 	}
 	if err := checkName(spec.Name); err != nil {
 		return nil, &FieldError{File: spec.File, Field: "name", Msg: err.Error()}
@@ -167,7 +182,7 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 		}
 		p := filepath.Join(dir, "sock", name+".sock")
 		if len(p) >= len(unix.RawSockaddrUnix{}.Path) {
-			return "", fmt.Errorf("socket path %s is longer than %d bytes: use a shorter --state-dir", p, len(unix.RawSockaddrUnix{}.Path)-1)
+			return "", fmt.Errorf("socket path %s is longer than %d bytes: use a shorter %s", p, len(unix.RawSockaddrUnix{}.Path)-1, stateFlag)
 		}
 		return p, nil
 	})
@@ -202,7 +217,10 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 		if err == nil {
 			return
 		}
-		say("failed: %v", err)
+		// The caller has the whole error; a log tail after its first
+		// line would be printed twice.
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		say("failed: %s", first)
 		say("tearing down what was created")
 		if terr := s.Teardown(opt.Grace); terr != nil {
 			err = errors.Join(err, fmt.Errorf("teardown after the failure: %w (run `emulab down %s`)", terr, spec.Name))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 )
 
 // TB is what the test helpers need of a test; *testing.T and *testing.B
@@ -44,6 +43,9 @@ type TB interface {
 //	out, err := l.Exec("h1", "ping", "-c", "1", l.Info.Node("h2").IP().String())
 func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 	t.Helper()
+	if spec == nil {
+		t.Fatalf("lab.Start: nil spec (make one with lab.LoadUnique, lab.Load or lab.Parse)")
+	}
 	var opt UpOptions
 	switch len(opts) {
 	case 0:
@@ -68,7 +70,7 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		opt.StateRoot = dir
 	}
 	if opt.Progress == nil {
-		opt.Progress = tbWriter{t}
+		opt.test = t
 	}
 	if b, err := os.ReadFile(spec.File); spec.source != nil && (err != nil || !bytes.Equal(b, spec.source)) {
 		// Parsed from memory (or the file changed since): the daemons
@@ -112,14 +114,6 @@ func SkipUnlessRoot(t TB) {
 	if os.Geteuid() != 0 {
 		t.Skipf("needs root: creates network namespaces, TAP devices and processes in them (CI runs as root)")
 	}
-}
-
-// tbWriter logs progress lines through the test.
-type tbWriter struct{ t TB }
-
-func (w tbWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", strings.TrimRight(string(p), "\n"))
-	return len(p), nil
 }
 
 // BuildDaemons builds emuswitch, emunic and emulab from this module with

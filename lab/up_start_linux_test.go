@@ -190,6 +190,11 @@ func TestUpFailures(t *testing.T) {
 			if !strings.Contains(progress.String(), "tearing down what was created") {
 				t.Errorf("progress:\n%s", progress.String())
 			}
+			// The error's first line is in the progress, the log tail
+			// after it only in the error.
+			if _, tail, ok := strings.Cut(err.Error(), "\n"); ok && strings.Contains(progress.String(), tail) {
+				t.Errorf("the progress repeats the error's log tail:\n%s", progress.String())
+			}
 			upCheckGone(t, root, spec)
 		})
 	}
@@ -431,7 +436,9 @@ func startRefusal(t *testing.T, spec *Spec, opts ...UpOptions) string {
 
 // TestStartRefuses: Start stops the test with a message, before it builds
 // or creates anything, when the spec was changed in memory after it was
-// parsed (the daemons read its text: the change would be half applied).
+// parsed (the daemons read its text: the change would be half applied),
+// or is nil; a state root too long for the sockets is named as Start's
+// option.
 func TestStartRefuses(t *testing.T) {
 	spec, err := Load("../examples/two-hosts.yaml")
 	if err != nil {
@@ -440,5 +447,23 @@ func TestStartRefuses(t *testing.T) {
 	spec.Links[0].Loss = 0.5
 	if msg := startRefusal(t, spec); !strings.Contains(msg, "lab.Start: spec ../examples/two-hosts.yaml was changed after it was parsed (Links[0].LinkParams.Loss: 0.5, the text says 0)") {
 		t.Errorf("edited spec: %q", msg)
+	}
+	if msg := startRefusal(t, nil); msg != "lab.Start: nil spec (make one with lab.LoadUnique, lab.Load or lab.Parse)" {
+		t.Errorf("nil spec: %q", msg)
+	}
+
+	// A state root whose socket paths do not fit sun_path: the message
+	// names Start's option, not emulab's --state-dir.
+	SkipUnlessRoot(t)
+	bin := t.TempDir()
+	for _, b := range []string{SwitchBinary, NICBinary} {
+		if err := os.WriteFile(filepath.Join(bin, b), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := filepath.Join(t.TempDir(), strings.Repeat("d", 80))
+	msg := startRefusal(t, LoadUnique(t, "../examples/two-hosts.yaml"), UpOptions{StateRoot: long, BinDir: bin})
+	if !strings.Contains(msg, "bytes: use a shorter UpOptions.StateRoot") || strings.Contains(msg, "--state-dir") {
+		t.Errorf("socket path too long: %q", msg)
 	}
 }
