@@ -35,7 +35,8 @@ type UpOptions struct {
 	// BinDir is where emuswitch and emunic are ("": next to the running
 	// executable, then PATH; see FindBinary).
 	BinDir string
-	// Hosts says what stands behind a NIC node ("" is HostsAuto).
+	// Hosts says what stands behind a NIC node ("" is HostsAuto; under
+	// Start, HostsNIC).
 	Hosts HostMode
 	// ReadyTimeout bounds the wait for the daemons and interfaces (0 is
 	// DefaultReadyTimeout).

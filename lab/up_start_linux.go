@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -21,7 +22,9 @@ type TB interface {
 
 // Start brings spec up as a namespace lab for a test and tears it down
 // when the test ends (pass or fail), with the daemons built from this
-// module (BuildDaemons) unless opt.BinDir names them. It skips the test
+// module (BuildDaemons) unless opt.BinDir names them. Its hosts are emunic
+// NICs unless opt.Hosts says HostsTAP (or HostsAuto): a missing emunic
+// fails the test. It skips the test
 // when not running as root (CI runs as root). The state directory is a
 // fresh temporary directory, so a test never meets another lab's state;
 // namespaces are global, so concurrent tests need distinct lab names
@@ -58,8 +61,17 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		t.Fatalf("lab.Start: %v", err)
 	}
 	SkipUnlessRoot(t)
+	if opt.Hosts == "" {
+		// What the test asks for, or a clear failure: HostsAuto would
+		// quietly make plain TAP ports of the hosts when emunic is
+		// missing, and the test would run against another lab.
+		opt.Hosts = HostsNIC
+	}
 	if opt.BinDir == "" {
 		opt.BinDir = BuildDaemons(t)
+	}
+	if err := startBinaries(spec, opt); err != nil {
+		t.Fatalf("lab.Start: %v", err)
 	}
 	if opt.StateRoot == "" {
 		dir, err := os.MkdirTemp("", "emu")
@@ -106,6 +118,31 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		}
 	})
 	return l
+}
+
+// startBinaries checks that the daemons the lab needs are where Up will
+// look (FindBinary), with a message in Start's terms.
+func startBinaries(spec *Spec, opt UpOptions) error {
+	missing := func(name string) error {
+		if _, err := FindBinary(name, opt.BinDir); err == nil {
+			return nil
+		}
+		if opt.BinDir != "" {
+			return fmt.Errorf("%s is not in UpOptions.BinDir (%s)", name, opt.BinDir)
+		}
+		return fmt.Errorf("%s is neither next to the test binary nor on PATH, and UpOptions.BinDir is not set", name)
+	}
+	if len(spec.Switches()) > 0 {
+		if err := missing(SwitchBinary); err != nil {
+			return err
+		}
+	}
+	if opt.Hosts == HostsNIC && len(spec.NICs()) > 0 {
+		if err := missing(NICBinary); err != nil {
+			return fmt.Errorf("%w: the hosts are emunic NICs unless UpOptions.Hosts is lab.HostsTAP (plain TAP ports of their switch)", err)
+		}
+	}
+	return nil
 }
 
 // SkipUnlessRoot skips a test that builds namespaces when not root.

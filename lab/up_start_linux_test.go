@@ -22,7 +22,7 @@ func TestUpStartHelper(t *testing.T) {
 	var l *Lab
 	var socks []string
 	t.Run("up", func(t *testing.T) {
-		l = Start(t, spec) // emunic hosts when the module has emunic, else TAP hosts
+		l = Start(t, spec) // emunic hosts
 		socks = l.State.Sockets()
 
 		// -w: wait up to 10 s for the 2 replies; without it ping gives up
@@ -437,8 +437,9 @@ func startRefusal(t *testing.T, spec *Spec, opts ...UpOptions) string {
 // TestStartRefuses: Start stops the test with a message, before it builds
 // or creates anything, when the spec was changed in memory after it was
 // parsed (the daemons read its text: the change would be half applied),
-// or is nil; a state root too long for the sockets is named as Start's
-// option.
+// or is nil; hosts are emunic NICs unless the test asks for TAP hosts, so
+// a BinDir without emunic is refused; a state root too long for the
+// sockets is named as Start's option.
 func TestStartRefuses(t *testing.T) {
 	spec, err := Load("../examples/two-hosts.yaml")
 	if err != nil {
@@ -460,6 +461,14 @@ func TestStartRefuses(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(bin, b), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A BinDir without emunic: the hosts are not quietly made TAP ports.
+	nonic := t.TempDir()
+	if err := os.Symlink(filepath.Join(bin, SwitchBinary), filepath.Join(nonic, SwitchBinary)); err != nil {
+		t.Fatal(err)
+	}
+	if msg := startRefusal(t, LoadUnique(t, "../examples/two-hosts.yaml"), UpOptions{BinDir: nonic}); msg != "lab.Start: emunic is not in UpOptions.BinDir ("+nonic+"): the hosts are emunic NICs unless UpOptions.Hosts is lab.HostsTAP (plain TAP ports of their switch)" {
+		t.Errorf("BinDir without emunic: %q", msg)
 	}
 	long := filepath.Join(t.TempDir(), strings.Repeat("d", 80))
 	msg := startRefusal(t, LoadUnique(t, "../examples/two-hosts.yaml"), UpOptions{StateRoot: long, BinDir: bin})
