@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -55,6 +56,12 @@ type UpOptions struct {
 	// simulator's only: a schedule written for a simulated run of
 	// milliseconds would otherwise cut a link of the real lab right away.
 	Schedules bool
+	// ExitWithPid, when > 0, makes every daemon exit, as on SIGTERM, when
+	// process ExitWithPid exits (their hidden --exit-with-pid flag). Start
+	// passes its own pid, so a test process that dies without running its
+	// cleanups takes the lab's daemons with it; emulab up, whose lab
+	// outlives it, passes none.
+	ExitWithPid int
 
 	// test is the test Start brings the lab up for, when its progress
 	// goes to the test's log (Progress nil): each line is logged by a
@@ -189,6 +196,11 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	if opt.ExitWithPid > 0 {
+		for _, pn := range plan.daemons() {
+			pn.daemon.args = append(pn.daemon.args, "--exit-with-pid", strconv.Itoa(opt.ExitWithPid))
+		}
 	}
 	if opt.Metrics != "" {
 		if err := plan.metrics(opt.Metrics, fmt.Sprintf("/proc/%d/ns/net", os.Getpid())); err != nil {

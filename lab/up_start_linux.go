@@ -84,6 +84,11 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 	if opt.Progress == nil {
 		opt.test = t
 	}
+	if opt.ExitWithPid == 0 {
+		// The daemons go with this process when it dies without running
+		// the cleanup (a panic in a parallel test, go test -timeout).
+		opt.ExitWithPid = os.Getpid()
+	}
 	if b, err := os.ReadFile(spec.File); spec.source != nil && (err != nil || !bytes.Equal(b, spec.source)) {
 		// Parsed from memory (or the file changed since): the daemons
 		// read the text it was parsed from, from a copy; the caller's

@@ -106,6 +106,13 @@ func TestUpStartHelper(t *testing.T) {
 		if _, _, _, err := ResolveNode(l.State.Root, spec.Name+"/h7"); err == nil || !strings.Contains(err.Error(), "its nodes: sw1, h1, h2") {
 			t.Errorf("ResolveNode of a missing node: %v", err)
 		}
+		// The daemons go when the test process goes, cleanups or not.
+		for _, n := range []string{"sw1", "h1", "h2"} {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", l.Proc(n).Pid))
+			if want := fmt.Sprintf("\x00--exit-with-pid\x00%d\x00", os.Getpid()); err != nil || !strings.Contains(string(b), want) {
+				t.Errorf("%s's daemon: command line %q, want %q in it (%v)", n, b, want, err)
+			}
+		}
 		// The switch's control socket answers, with both ports up.
 		ports, err := DaemonPorts(l.Info.Nodes[0].Control, time.Second)
 		if err != nil || len(ports) != 2 || ports[0].Link != "up" || ports[1].Link != "up" {

@@ -11,7 +11,8 @@
 // rings set up over the socket) or udp:LOCAL_ADDR:PORT,REMOTE_ADDR:PORT. It prints "ready" on stdout once
 // the TAP and the port are up, and exits cleanly on SIGTERM or SIGINT,
 // also while a seqpacket-dial port is still waiting for its peer to
-// listen.
+// listen, and (hidden flag --exit-with-pid PID, which lab.Start passes)
+// when process PID exits.
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/emufabric/emufabric/internal/cpuprof"
+	"github.com/emufabric/emufabric/internal/exitwith"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nicd"
 	"github.com/spf13/pflag"
@@ -76,6 +78,8 @@ func run(args []string, stdout io.Writer) error {
 	dilation := fs.Int("time-dilation", 0, "run the emulated link N times slower than the wall clock (default: the lab file's time_dilation, else 1)")
 	logFile := fs.String("log", "", "log file (default stderr)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to FILE until exit")
+	exitWith := fs.Int("exit-with-pid", 0, "exit, as on SIGTERM, when process PID exits (lab.Start passes the test's)")
+	_ = fs.MarkHidden("exit-with-pid") // for lab.Start, not for people
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -111,6 +115,13 @@ func run(args []string, stdout io.Writer) error {
 	// stops it too, and the daemon exits cleanly.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if *exitWith != 0 {
+		var cancel context.CancelFunc
+		if ctx, cancel, err = exitwith.Context(ctx, *exitWith); err != nil {
+			return err
+		}
+		defer cancel()
+	}
 	if *cpuprofile != "" {
 		stop, err := cpuprof.Start(*cpuprofile)
 		if err != nil {
@@ -122,7 +133,7 @@ func run(args []string, stdout io.Writer) error {
 		Metrics: *metrics, MetricsNetns: *metricsNetns, TimeDilation: *dilation, Log: logger})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-			logger.Printf("signal while starting (%v): exiting", err)
+			logger.Printf("%s while starting (%v): exiting", stopReason(ctx), err)
 			return nil
 		}
 		return err
@@ -132,8 +143,17 @@ func run(args []string, stdout io.Writer) error {
 	fmt.Fprintln(stdout, "ready")
 	select {
 	case <-ctx.Done():
-		logger.Printf("signal: shutting down")
+		logger.Printf("%s: shutting down", stopReason(ctx))
 	case <-d.Done():
 	}
 	return d.Close()
+}
+
+// stopReason says why ctx ended: a signal, or the exit of the process
+// --exit-with-pid names.
+func stopReason(ctx context.Context) string {
+	if err := context.Cause(ctx); errors.Is(err, exitwith.ErrExited) {
+		return err.Error()
+	}
+	return "signal"
 }

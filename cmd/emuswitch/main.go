@@ -3,7 +3,8 @@
 // by --port, a control socket for counters, link changes and capture, and
 // optionally Prometheus metrics. It prints "ready" once every port is
 // bound and exits cleanly on SIGTERM or SIGINT, also while a
-// seqpacket-dial port is still waiting for its peer to listen.
+// seqpacket-dial port is still waiting for its peer to listen, and (hidden
+// flag --exit-with-pid PID, which lab.Start passes) when process PID exits.
 //
 //	emuswitch --lab FILE --node NAME --port PORTNAME=URI ... --control PATH
 //	          [--no-flood PORTNAME ...] [--metrics ADDR:PORT [--metrics-netns PATH]]
@@ -50,6 +51,7 @@ import (
 	"syscall"
 
 	"github.com/emufabric/emufabric/internal/cpuprof"
+	"github.com/emufabric/emufabric/internal/exitwith"
 	"github.com/emufabric/emufabric/swd"
 	"github.com/spf13/pflag"
 )
@@ -120,6 +122,8 @@ func run(args []string, stdout io.Writer) error {
 	fs.IntVar(&o.Dilation, "time-dilation", 0, "run the emulated fabric N times slower than the wall clock (default: the lab file's time_dilation, else 1)")
 	fs.StringVar(&o.Log, "log", "", "log file (default standard error)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) to FILE until exit")
+	exitWith := fs.Int("exit-with-pid", 0, "exit, as on SIGTERM, when process PID exits (lab.Start passes the test's)")
+	_ = fs.MarkHidden("exit-with-pid") // for lab.Start, not for people
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -147,6 +151,14 @@ func run(args []string, stdout io.Writer) error {
 	// a clean exit that removes what was created.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	if *exitWith != 0 {
+		var cancel context.CancelFunc
+		var err error
+		if ctx, cancel, err = exitwith.Context(ctx, *exitWith); err != nil {
+			return err
+		}
+		defer cancel()
+	}
 	if *cpuprofile != "" {
 		stop, err := cpuprof.Start(*cpuprofile)
 		if err != nil {
@@ -158,7 +170,7 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 			// Stopped by a signal while starting: a clean exit.
-			fmt.Fprintf(logw, "emuswitch %s: signal while starting (%v): exiting\n", o.Node, err)
+			fmt.Fprintf(logw, "emuswitch %s: %s while starting (%v): exiting\n", o.Node, stopReason(ctx), err)
 			return nil
 		}
 		return err
@@ -169,6 +181,15 @@ func run(args []string, stdout io.Writer) error {
 	logger.Printf("ready: pid %d, lab %s, %d port(s)", os.Getpid(), o.Lab, len(o.Ports))
 	fmt.Fprintln(stdout, "ready")
 	<-ctx.Done()
-	logger.Printf("signal: shutting down")
+	logger.Printf("%s: shutting down", stopReason(ctx))
 	return d.Close()
+}
+
+// stopReason says why ctx ended: a signal, or the exit of the process
+// --exit-with-pid names.
+func stopReason(ctx context.Context) string {
+	if err := context.Cause(ctx); errors.Is(err, exitwith.ErrExited) {
+		return err.Error()
+	}
+	return "signal"
 }
