@@ -24,11 +24,18 @@ type TB interface {
 // when the test ends (pass or fail), with the daemons built from this
 // module (BuildDaemons) unless opt.BinDir names them. Its hosts are emunic
 // NICs unless opt.Hosts says HostsTAP (or HostsAuto): a missing emunic
-// fails the test. It skips the test
-// when not running as root (CI runs as root). The state directory is a
-// fresh temporary directory, so a test never meets another lab's state;
-// namespaces are global, so concurrent tests need distinct lab names
-// (LoadUnique and Unique give each call one). A spec from Parse, whose
+// fails the test. It skips the test when not running as root (CI runs as
+// root).
+//
+// The state root is a fresh directory under the test process's own
+// directory, <TMPDIR>/emufabric-test/<pid>-<random>/ (opt.StateRoot
+// overrides it), so a test never meets another lab's state; namespaces
+// are global, so concurrent tests need distinct lab names (LoadUnique
+// and Unique give each call one). Start logs the command that removes
+// the lab should the test process die before its cleanup runs; the
+// daemons exit with the process anyway (opt.ExitWithPid), and the first
+// Start of a later test process tears down the labs of dead ones, as
+// `emulab down` does. A spec from Parse, whose
 // File is no file, is written to a temporary one for the daemons, which
 // read it. The daemons read the lab's text, not the Spec, so a Spec
 // changed in memory after Parse or Load is refused: change the text and
@@ -61,6 +68,12 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		t.Fatalf("lab.Start: %v", err)
 	}
 	SkipUnlessRoot(t)
+	if _, err := processDir(); err != nil {
+		t.Fatalf("lab.Start: %v", err)
+	}
+	sweepOnce.Do(func() {
+		sweepTestRoot(func(format string, args ...any) { t.Logf("lab.Start: "+format, args...) })
+	})
 	if opt.Hosts == "" {
 		// What the test asks for, or a clear failure: HostsAuto would
 		// quietly make plain TAP ports of the hosts when emunic is
@@ -74,9 +87,9 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		t.Fatalf("lab.Start: %v", err)
 	}
 	if opt.StateRoot == "" {
-		dir, err := os.MkdirTemp("", "emu")
+		dir, err := processSubdir("s")
 		if err != nil {
-			t.Fatalf("state root: %v", err)
+			t.Fatalf("lab.Start: state root: %v", err)
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		opt.StateRoot = dir
@@ -93,9 +106,9 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		// Parsed from memory (or the file changed since): the daemons
 		// read the text it was parsed from, from a copy; the caller's
 		// spec keeps its name.
-		dir, err := os.MkdirTemp("", "emulab")
+		dir, err := processSubdir("f")
 		if err != nil {
-			t.Fatalf("lab file: %v", err)
+			t.Fatalf("lab.Start: lab file: %v", err)
 		}
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		name := filepath.Base(spec.File)
@@ -114,6 +127,7 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 	if err != nil {
 		t.Fatalf("up %s: %v", spec.File, err)
 	}
+	t.Logf("lab %s is up; should this test process die before its cleanup, `%s` removes it", spec.Name, downCommand(l.State.Root, spec.Name))
 	t.Cleanup(func() {
 		if err := l.Health(); err != nil {
 			t.Errorf("lab %s: %v", spec.Name, err)

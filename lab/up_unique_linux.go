@@ -41,9 +41,10 @@ var topNameRE = regexp.MustCompile(`(?m)^name:[ \t]*["']?([A-Za-z0-9_-]+)["']?[ 
 
 // LoadUnique loads the lab file at path under a name unique to this call
 // (the file's name, shortened to leave room, and a random suffix), from a
-// copy in a temporary directory: labs of tests that run at the same time,
-// in one process or several, never share a namespace name. The copy keeps
-// the file's base name, so errors still name it.
+// copy in the test process's directory (see Start): labs of tests that
+// run at the same time, in one process or several, never share a
+// namespace name. The copy keeps the file's base name, so errors still
+// name it.
 func LoadUnique(t TB, path string) *Spec {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -58,7 +59,7 @@ func LoadUnique(t TB, path string) *Spec {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	dir, err := os.MkdirTemp("", "emulab")
+	dir, err := processSubdir("f")
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
