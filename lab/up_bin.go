@@ -101,7 +101,8 @@ func goCommand() (string, error) {
 	return p, nil
 }
 
-// goBuild builds pkgs of the module at root into dir.
+// goBuild builds pkgs of the module at root ("" the working directory's)
+// into dir.
 func goBuild(root, dir string, pkgs ...string) error {
 	goTool, err := goCommand()
 	if err != nil {

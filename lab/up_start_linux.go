@@ -21,8 +21,10 @@ type TB interface {
 }
 
 // Start brings spec up as a namespace lab for a test and tears it down
-// when the test ends (pass or fail), with the daemons built from this
-// module (BuildDaemons) unless opt.BinDir names them. Its hosts are emunic
+// when the test ends (pass or fail). The daemons are opt.BinDir's, else
+// built once per test process by import path in the module of the working
+// directory (this module, or one that requires it), else the ones next to
+// the test binary or on PATH. Its hosts are emunic
 // NICs unless opt.Hosts says HostsTAP (or HostsAuto): a missing emunic
 // fails the test. It skips the test when not running as root (CI runs as
 // root).
@@ -81,7 +83,17 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 		opt.Hosts = HostsNIC
 	}
 	if opt.BinDir == "" {
-		opt.BinDir = BuildDaemons(t)
+		dir, err := testDaemons()
+		switch {
+		case err == nil:
+			opt.BinDir = dir
+		case startBinaries(spec, opt) == nil:
+			// UpOptions.BinDir's promise: next to the test binary, then
+			// PATH.
+			t.Logf("lab.Start: the daemons did not build (%v); running those next to the test binary or on PATH", err)
+		default:
+			t.Fatalf("lab.Start: %v\n%s", err, buildAdvice)
+		}
 	}
 	if err := startBinaries(spec, opt); err != nil {
 		t.Fatalf("lab.Start: %v", err)
@@ -170,24 +182,4 @@ func SkipUnlessRoot(t TB) {
 	if os.Geteuid() != 0 {
 		t.Skipf("needs root: creates network namespaces, TAP devices and processes in them (CI runs as root)")
 	}
-}
-
-// BuildDaemons builds emuswitch, emunic and emulab from this module with
-// `go build` into a directory removed when the test ends, and returns it.
-// The go command's build cache makes repeated builds cheap.
-func BuildDaemons(t TB) string {
-	t.Helper()
-	root, err := ModuleRoot()
-	if err != nil {
-		t.Fatalf("the test must run inside the module: %v", err)
-	}
-	dir, err := os.MkdirTemp("", "emubin")
-	if err != nil {
-		t.Fatalf("bin dir: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := goBuild(root, dir, "./cmd/emulab", "./cmd/"+SwitchBinary, "./cmd/"+NICBinary); err != nil {
-		t.Fatalf("%v", err)
-	}
-	return dir
 }
