@@ -1,16 +1,12 @@
-// Package lab reads and validates lab files: one containerlab-shaped YAML
-// document that describes a fabric (nodes, links, switch QoS with SONiC
-// names, InfiniBand settings), the traffic to run on it and how long to
-// simulate it. The same file drives the deterministic simulator (`emulab sim`)
-// and, later, a real lab in network namespaces.
-//
-// This file holds the parsed form. Every value is typed and in base units:
-// rates in bits per second, sizes in bytes, times in clock.Time picoseconds.
-// Load fills in the documented defaults (topology.defaults for links,
-// implied ports, addresses), so a consumer never re-parses a string. QoS
-// tables are kept sparse, as written: a missing entry means "use the switch's
-// default" (switchcore.DefaultConfig), which is where those defaults live.
 package lab
+
+// This file holds the parsed form of a lab file. Every value is typed and
+// in base units: rates in bits per second, sizes in bytes, times in
+// clock.Time picoseconds. Load fills in the documented defaults
+// (topology.defaults for links, implied ports, addresses), so a consumer
+// never re-parses a string. QoS tables are kept sparse, as written: a
+// missing entry means "use the switch's default"
+// (switchcore.DefaultConfig), which is where those defaults live.
 
 import (
 	"github.com/emufabric/emufabric/cc"

@@ -21,34 +21,35 @@ type TB interface {
 }
 
 // Start brings spec up as a namespace lab for a test and tears it down
-// when the test ends (pass or fail). The daemons are opt.BinDir's, else
-// built once per test process by import path in the module of the working
-// directory (this module, or one that requires it), else the ones next to
-// the test binary or on PATH. Its hosts are emunic
-// NICs unless opt.Hosts says HostsTAP (or HostsAuto): a missing emunic
-// fails the test. It skips the test when not running as root (CI runs as
-// root).
+// when the test ends (pass or fail). It skips the test when not running as
+// root (CI runs as root). At most one UpOptions may follow the spec.
 //
-// The state root is a fresh directory under the test process's own
-// directory, <TMPDIR>/emufabric-test/<pid>-<random>/ (opt.StateRoot
-// overrides it), so a test never meets another lab's state; namespaces
-// are global, so concurrent tests need distinct lab names (LoadUnique
-// and Unique give each call one). Start logs the command that removes
-// the lab should the test process die before its cleanup runs; the
-// daemons exit with the process anyway (opt.ExitWithPid), and the first
-// Start of a later test process tears down the labs of dead ones, as
-// `emulab down` does. A spec from Parse, whose
-// File is no file, is written to a temporary one for the daemons, which
-// read it. The daemons read the lab's text, not the Spec, so a Spec
-// changed in memory after Parse or Load is refused: change the text and
-// parse it again.
+// The daemons are opt.BinDir's; by default they are built once per test
+// process, by import path, in the module of the working directory (this
+// module, or one that requires it), and if that fails Start runs those
+// next to the test binary or on PATH. The hosts are emunic NICs unless
+// opt.Hosts says HostsTAP (or HostsAuto): a missing emunic fails the test.
+//
+// The lab's state root is a fresh directory under the test process's own,
+// <TMPDIR>/emufabric-test/<pid>-<random>/ (opt.StateRoot overrides it), so
+// a test never meets another lab's state; namespaces are global, so
+// concurrent tests need distinct lab names (LoadUnique and Unique give
+// each call one). Should the test process die before its cleanup runs (a
+// panic in a parallel test, go test -timeout), the daemons exit with it
+// (opt.ExitWithPid), the `emulab down` command Start logged removes the
+// rest, and the first Start of a later test process does so anyway: it
+// tears down the labs of test processes that are gone.
+//
+// The daemons read the lab's text, not the Spec: a spec from Parse, whose
+// File is no file, is written to one for them, and a Spec changed in
+// memory after Parse or Load is refused (change the text and parse it
+// again).
 //
 // Teardown kills every process in the lab's namespaces, also those the
 // test started there (StartCmd). A daemon that exited during the test
 // fails it, with the end of its log (see Health); a test that stops one
-// on purpose does so with Proc(node).Stop.
-//
-// At most one UpOptions may follow the spec.
+// on purpose does so with Proc(node).Stop. A test may take the lab down
+// itself with Lab.Down: the cleanup then has nothing left to do.
 //
 //	spec := lab.LoadUnique(t, "testdata/two-hosts.yaml")
 //	l := lab.Start(t, spec) // or lab.Start(t, spec, lab.UpOptions{Hosts: lab.HostsTAP})
