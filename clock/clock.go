@@ -10,6 +10,7 @@ package clock
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 )
 
@@ -59,10 +60,32 @@ func SerializationTime(n int, bitsPerSecond uint64) Time {
 	if bitsPerSecond == 0 {
 		return Never
 	}
-	bits := uint64(n) * 8
-	// bits * 1e12 / bps without overflow for n up to ~2 GB.
-	ps := (bits*1_000_000_000_000 + bitsPerSecond - 1) / bitsPerSecond
-	return Time(ps)
+	// bits * 1e12 overflows 64 bits from 2.3 MB on: in 128.
+	hi, lo := bits.Mul64(uint64(n)*8, uint64(Second))
+	lo, carry := bits.Add64(lo, bitsPerSecond-1, 0)
+	hi += carry
+	if hi >= bitsPerSecond {
+		return Never
+	}
+	ps, _ := bits.Div64(hi, lo, bitsPerSecond)
+	return Time(min(ps, uint64(Never)))
+}
+
+// BytesIn is how many bytes a link of bitsPerSecond carries in d (rounded
+// down): the data in flight over a propagation delay, a headroom. Exact
+// for any d and rate (rate x time in picoseconds overflows 64 bits from
+// 1.8e19: 100G over 184 ms).
+func BytesIn(d Time, bitsPerSecond uint64) uint64 {
+	if d <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(d), bitsPerSecond)
+	const div = 8 * uint64(Second)
+	if hi >= div {
+		return ^uint64(0)
+	}
+	q, _ := bits.Div64(hi, lo, div)
+	return q
 }
 
 // Clock gives the current time and timers. Implementations are not required

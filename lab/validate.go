@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // Frame overheads used by the checks.
@@ -127,9 +128,7 @@ func (d *decoder) validate(s *Spec) {
 // between refreshes), and no shorter than one PFC frame on the wire (a
 // refresh per frame time keeps the port busy with nothing but PFC).
 func (d *decoder) validatePFCRefresh(n *Node) {
-	const quantumBits = 512 // IEEE 802.3 Annex 31B: a pause quantum is 512 bit times
-	const pfcFrameBits = 64 * 8
-	quanta := uint64(n.PFCQuanta)
+	quanta := n.PFCQuanta
 	if quanta == 0 {
 		quanta = 0xFFFF
 	}
@@ -138,9 +137,8 @@ func (d *decoder) validatePFCRefresh(n *Node) {
 		if p.Link == nil || p.Link.Rate == 0 {
 			continue
 		}
-		bitTime := float64(clock.Second) / float64(p.Link.Rate) // bits * ps overflow uint64
-		pause := clock.Time(float64(quanta*quantumBits) * bitTime)
-		frame := clock.Time(pfcFrameBits * bitTime)
+		pause := wire.QuantaToTime(quanta, p.Link.Rate)
+		frame := clock.SerializationTime(wire.MACControlFrameSize, p.Link.Rate)
 		switch {
 		case n.PFCRefresh >= pause:
 			d.errorf(path, "%v is not shorter than the pause an XOFF asks for on %s (%d quanta at %s: %v): the peer would resume between refreshes",
@@ -223,7 +221,7 @@ func (d *decoder) validateQoS(s *Spec, sw *Node) {
 			// Headroom absorbs what arrives after XOFF: the round trip of
 			// the cable at line rate plus a frame being sent at each end
 			// (SONiC headroom calculation; cc-anchors §4).
-			need := 2*uint64(p.Link.Delay)*p.Link.Rate/uint64(8*clock.Second) + 2*uint64(frame)
+			need := clock.BytesIn(2*p.Link.Delay, p.Link.Rate) + 2*uint64(frame)
 			if bp.Xoff < need {
 				// One warning per profile and link kind, naming every port.
 				d.warnPorts(join(bp.path, "xoff"), p.String(), "xoff %d bytes is below the %d bytes in flight on %%s (2 × %v × %s + 2 frames): headroom may overflow", bp.Xoff, need, p.Link.Delay, FormatRate(p.Link.Rate))

@@ -156,8 +156,7 @@ func DefaultConfig(name string, n int, speed uint64) *Config {
 // started when the XOFF was generated (cc-anchors §4 "headroom must cover").
 func LosslessHeadroom(speed uint64, cableMeters int, mtu int) int {
 	rtt := 2 * clock.Time(cableMeters) * 5 * clock.Nanosecond
-	inflight := int(uint64(rtt) * speed / 8 / uint64(clock.Second))
-	return inflight + 2*mtu + 2*DefaultHeadBytes
+	return int(clock.BytesIn(rtt, speed)) + 2*mtu + 2*DefaultHeadBytes
 }
 
 // HeadroomForDelay returns a PG headroom (xoff) in bytes for a link of
@@ -166,8 +165,7 @@ func LosslessHeadroom(speed uint64, cableMeters int, mtu int) int {
 // and the cut-through header allowance. Use it when the link delay is known
 // (simulated links) instead of a cable length.
 func HeadroomForDelay(speed uint64, prop clock.Time, mtu int) int {
-	inflight := int(uint64(2*prop) * speed / 8 / uint64(clock.Second))
-	return inflight + 2*mtu + 2*DefaultHeadBytes
+	return int(clock.BytesIn(2*prop, speed)) + 2*mtu + 2*DefaultHeadBytes
 }
 
 // validate checks cross references and ranges.
