@@ -263,13 +263,25 @@ func overMTU(b []byte, mtu int, ib bool) bool {
 	return len(b)-l2HeaderLen(b) > mtu
 }
 
-// isControl reports link-local control frames (PFC/PAUSE, IB link packets),
+// isControl reports link-local control frames (PFC/PAUSE, link-state
+// advertisements, IB link packets),
 // which do not count as data progress.
 func isControl(b []byte, ib bool) bool {
 	if ib {
 		return len(b) == wire.IBLinkSize
 	}
-	return len(b) >= 14 && binary.BigEndian.Uint16(b[12:]) == wire.EtherTypeMACControl
+	if len(b) < wire.EthernetSize {
+		return false
+	}
+	switch binary.BigEndian.Uint16(b[12:]) {
+	case wire.EtherTypeMACControl:
+		return true
+	case wire.EtherTypeLinkState:
+		// The switches' routing, not data: it must not count as the
+		// fabric moving data (the deadlock monitor's progress).
+		return wire.MAC(b[0:6]) == wire.LinkStateDst
+	}
+	return false
 }
 
 // corrupt flips the byte a bit error takes (wire.BitErrorIndex, as the

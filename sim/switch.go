@@ -70,6 +70,10 @@ func (s *Sim) startSwitches() error {
 		}
 		w.sw = sw
 	}
+	names := make([]string, len(s.switches))
+	for i, w := range s.switches {
+		names[i] = w.name
+	}
 	for _, w := range s.switches {
 		for i, p := range w.ports {
 			if p.tx != nil {
@@ -82,7 +86,7 @@ func (s *Sim) startSwitches() error {
 				peer, _ := w.peerOf(i)
 				_, fabric[i] = peer.(*simSwitch)
 			}
-			w.sw.EnableLinkState(0, fabric, func(db map[string][]string) { s.reroute(w, db) })
+			w.sw.EnableLinkState(0, fabric, names, func(db map[string][]string) { s.reroute(w, db) })
 		}
 	}
 	return nil

@@ -31,7 +31,11 @@ func (d *Daemon) enableLinkState() {
 	}
 	// The epoch orders this life's advertisements after those of a
 	// daemon this one replaces (a restart after kill -9).
-	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), fabric, d.reroute)
+	var origins []string
+	for _, n := range d.spec.Switches() {
+		origins = append(origins, n.Name)
+	}
+	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), fabric, origins, d.reroute)
 }
 
 // reroute installs the routes and flooding tree for the links db says

@@ -18,6 +18,7 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 	fn("rx_pause_ctrl_phy", c.RxPauseCtrlPhy)
 	fn("link_state_rx", c.LinkStateRx)
 	fn("link_state_tx", c.LinkStateTx)
+	fn("link_state_refused", c.LinkStateRefused)
 	fn("tx_pause_ctrl_phy", c.TxPauseCtrlPhy)
 	fn("rx_global_pause", c.RxGlobalPause)
 	fn("rx_global_pause_duration", uint64(c.RxGlobalPauseDurationPs/int64(clock.Microsecond)))

@@ -33,6 +33,7 @@ func (s *Switch) tryTx(p *port) {
 			return
 		}
 		if f := p.ctrl.pop(); f != nil {
+			s.ctrlSent(p, f)
 			s.transmit(p, f, now, false)
 			continue
 		}

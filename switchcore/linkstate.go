@@ -36,7 +36,8 @@ func (e *lsaEntry) newer(epoch, seq uint64) bool {
 
 type linkState struct {
 	epoch, seq uint64
-	fabric     []bool // per port: its peer is a switch of the fabric
+	fabric     []bool          // per port: its peer is a switch of the fabric
+	origins    map[string]bool // the fabric's switches: advertisements of others are refused
 	db         map[string]*lsaEntry
 	onChange   func(db map[string][]string)
 	last       string         // the down set onChange last saw, for change detection
@@ -45,17 +46,23 @@ type linkState struct {
 
 // EnableLinkState turns on the switch's link-state routing: fabric[i] is
 // true for a port whose peer is a switch taking part (advertisements go
-// out on those ports only), epoch orders this life's advertisements after
-// an earlier one's (a restarted daemon: a wall-clock reading; the
-// simulator: 0), and onChange gets, whenever it changes, every origin's
-// ports that are down. Call it before the first frame; the switch sends its
-// first advertisement when a port changes state (a fabric whose links
-// never change sends none).
-func (s *Switch) EnableLinkState(epoch uint64, fabric []bool, onChange func(db map[string][]string)) {
+// out on those ports, and are taken from those only: a host cannot inject
+// one), origins names the fabric's switches (an advertisement from any
+// other is refused), epoch orders this life's advertisements after an
+// earlier one's (a restarted daemon: a wall-clock reading; the simulator:
+// 0), and onChange gets, whenever it changes, every origin's ports that
+// are down. Call it before the first frame; the switch sends its first
+// advertisement when a port changes state (a fabric whose links never
+// change sends none).
+func (s *Switch) EnableLinkState(epoch uint64, fabric []bool, origins []string, onChange func(db map[string][]string)) {
 	if s.cfg.Fabric == FabricIB {
 		return // the subnet manager routes an IB fabric
 	}
-	s.ls = &linkState{epoch: epoch, fabric: fabric, db: map[string]*lsaEntry{}, onChange: onChange}
+	o := make(map[string]bool, len(origins))
+	for _, n := range origins {
+		o[n] = true
+	}
+	s.ls = &linkState{epoch: epoch, fabric: fabric, origins: o, db: map[string]*lsaEntry{}, onChange: onChange}
 }
 
 // LinkStateDB is the advertisements the switch holds: origin switch ->
@@ -73,6 +80,9 @@ func (s *Switch) LinkStateDB() map[string][]string {
 // originate advertises this switch's down ports (a port changed state).
 func (s *Switch) originate() {
 	ls := s.ls
+	if ls.seq == ^uint64(0) {
+		ls.epoch, ls.seq = ls.epoch+1, 0 // a sequence that wrapped would be older than all before
+	}
 	ls.seq++
 	var down []string
 	for i := range s.ports {
@@ -86,26 +96,31 @@ func (s *Switch) originate() {
 }
 
 // linkStateUp sends a neighbour whose link just came up every
-// advertisement held, so a switch that (re)starts learns the fabric's
-// state at once.
+// advertisement held (originate sent ours), so a switch that (re)starts
+// learns the fabric's state at once, and one that was cut off replaces
+// what changed meanwhile: an advertisement listing nothing down included,
+// which supersedes an older one that listed a port (OSPF's database
+// exchange, RFC 2328 section 10).
 func (s *Switch) linkStateUp(port int) {
-	if s.ls == nil || port >= len(s.ls.fabric) || !s.ls.fabric[port] {
+	if s.ls == nil || !s.isFabric(port) {
 		return
 	}
 	for _, o := range slices.Sorted(maps.Keys(s.ls.db)) {
-		// originate sent ours; an origin with nothing down says nothing
-		// a switch without its advertisement does not assume.
-		if o != s.cfg.Name && len(s.ls.db[o].down) > 0 {
+		if o != s.cfg.Name {
 			s.sendLSA(&s.ports[port], o)
 		}
 	}
 }
 
-// receiveLinkState takes an advertisement arriving on p.
+func (s *Switch) isFabric(port int) bool { return port < len(s.ls.fabric) && s.ls.fabric[port] }
+
+// receiveLinkState takes an advertisement arriving on p: one from a
+// switch of the fabric, on a link to one, or it is refused and counted
+// (link_state_refused).
 func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
-	p.c.LinkStateRx++
 	ls := s.ls
-	if ls == nil {
+	if ls == nil || !s.isFabric(p.idx) {
+		p.c.LinkStateRefused++
 		f.Put()
 		return
 	}
@@ -116,18 +131,29 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 		p.c.Drops[DropMalformed]++
 		return
 	}
+	if in.Origin != s.cfg.Name && !ls.origins[in.Origin] {
+		p.c.LinkStateRefused++
+		return
+	}
+	p.c.LinkStateRx++
 	if in.Origin == s.cfg.Name {
 		if !(&lsaEntry{epoch: ls.epoch, seq: ls.seq}).newer(in.Epoch, in.Seq) {
 			return // our own, back round a cycle
 		}
 		// Ours from an earlier life still circulating with a higher
-		// number: outnumber it.
+		// number: outnumber it (originate moves to the next epoch if
+		// the sequence is spent).
 		ls.epoch, ls.seq = in.Epoch, in.Seq
 		s.originate()
 		return
 	}
 	e := ls.db[in.Origin]
 	if e != nil && !e.newer(in.Epoch, in.Seq) {
+		if e.epoch != in.Epoch || e.seq != in.Seq {
+			// Older than ours: the neighbour missed the newer one (it was
+			// cut off); send it ours (RFC 2328 13, step 8).
+			s.sendLSA(p, in.Origin)
+		}
 		return
 	}
 	ls.db[in.Origin] = &lsaEntry{epoch: in.Epoch, seq: in.Seq, down: slices.Clone(in.Down)}
@@ -138,7 +164,7 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 // floodLSA sends origin's advertisement on every up fabric port but from.
 func (s *Switch) floodLSA(origin string, from int) {
 	for i := range s.ports {
-		if i != from && i < len(s.ls.fabric) && s.ls.fabric[i] && s.ports[i].up {
+		if i != from && s.isFabric(i) && s.ports[i].up {
 			s.sendLSA(&s.ports[i], origin)
 		}
 	}

@@ -48,8 +48,9 @@ func TestLinkStateAdvertisements(t *testing.T) {
 	a.Attach(0, &sink{clk: clk})
 	b.Attach(0, &sink{clk: clk})
 	var seenA, seenB []map[string][]string
-	a.EnableLinkState(7, []bool{false, true}, func(db map[string][]string) { seenA = append(seenA, db) })
-	b.EnableLinkState(7, []bool{false, true}, func(db map[string][]string) { seenB = append(seenB, db) })
+	names := []string{"a", "b"}
+	a.EnableLinkState(7, []bool{false, true}, names, func(db map[string][]string) { seenA = append(seenA, db) })
+	b.EnableLinkState(7, []bool{false, true}, names, func(db map[string][]string) { seenB = append(seenB, db) })
 
 	a.SetPortUp(0, false) // a's host link
 	clk.runUntil(clk.now + clock.Microsecond)
@@ -96,5 +97,106 @@ func TestLinkStateAdvertisements(t *testing.T) {
 	b.Receive(1, g)
 	if b.Counters(1).Drops[DropMalformed] != before+1 {
 		t.Error("a malformed advertisement was not counted")
+	}
+}
+
+// lineOfSwitches is a - b - c, p2 of a to p2 of b, p3 of b to p2 of c, a
+// host port (p1) on each, link-state routing on.
+func lineOfSwitches(t *testing.T) (*manualClock, *frame.Pool, [3]*Switch) {
+	clk := &manualClock{}
+	pool := frame.NewPool()
+	mk := func(name string, n int) *Switch {
+		c := testConfig(n, 100e9)
+		c.Name = name
+		s, err := New(c, clk, pool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Attach(0, &sink{clk: clk})
+		return s
+	}
+	a, b, c := mk("a", 2), mk("b", 3), mk("c", 2)
+	a.Attach(1, &relay{clk: clk, to: b, port: 1})
+	b.Attach(1, &relay{clk: clk, to: a, port: 1})
+	b.Attach(2, &relay{clk: clk, to: c, port: 1})
+	c.Attach(1, &relay{clk: clk, to: b, port: 2})
+	names := []string{"a", "b", "c"}
+	a.EnableLinkState(1, []bool{false, true}, names, nil)
+	b.EnableLinkState(1, []bool{false, true, true}, names, nil)
+	c.EnableLinkState(1, []bool{false, true}, names, nil)
+	return clk, pool, [3]*Switch{a, b, c}
+}
+
+// TestLinkStateHealsACutOffSwitch: a's p1 goes down and every switch
+// learns it; c is cut off, a's p1 comes back (c misses the news), c
+// reconnects: it learns that a's p1 is up again (b sends it every
+// advertisement it holds, one listing nothing down included). It kept
+// a: [p1] for good (a review).
+func TestLinkStateHealsACutOffSwitch(t *testing.T) {
+	clk, _, sw := lineOfSwitches(t)
+	a, b, c := sw[0], sw[1], sw[2]
+	step := func() { clk.runUntil(clk.now + clock.Microsecond) }
+	a.SetPortUp(0, false)
+	step()
+	if !slices.Equal(c.LinkStateDB()["a"], []string{"p1"}) {
+		t.Fatalf("c's database %v, want a: [p1]", c.LinkStateDB())
+	}
+	b.SetPortUp(2, false)
+	c.SetPortUp(1, false)
+	step()
+	a.SetPortUp(0, true)
+	step()
+	b.SetPortUp(2, true)
+	c.SetPortUp(1, true)
+	step()
+	if db := c.LinkStateDB(); len(db["a"]) != 0 {
+		t.Errorf("c still believes a's p1 is down after the fabric healed: %v", db)
+	}
+}
+
+// TestLinkStateRefusesHostsAndStrangers: an advertisement from a port to
+// a host, or from a switch the fabric does not have, is refused and
+// counted (a host could flood the database and make every switch
+// recompute its routes a thousand times); a frame of the experimental
+// EtherType to an ordinary address is forwarded like any other; our own
+// name with the last sequence number does not stop our advertisements.
+func TestLinkStateRefusesHostsAndStrangers(t *testing.T) {
+	clk, pool, sw := lineOfSwitches(t)
+	b := sw[1]
+	inject := func(port int, l *wire.LinkState) {
+		f := pool.Get(wire.LinkStateLen(l))
+		wire.EncodeLinkState(f.Data, wire.MAC{2}, l)
+		b.Receive(port, f)
+	}
+	for i := range 100 {
+		inject(0, &wire.LinkState{Origin: "a", Epoch: 9, Seq: uint64(i + 1), Down: []string{"p2"}})
+	}
+	inject(1, &wire.LinkState{Origin: "ghost", Epoch: 9, Seq: 1, Down: []string{"p1"}})
+	clk.runUntil(clk.now + clock.Microsecond)
+	if db := b.LinkStateDB(); len(db) != 0 {
+		t.Errorf("database %v after advertisements from a host and a stranger", db)
+	}
+	if c0, c1 := b.Counters(0), b.Counters(1); c0.LinkStateRefused != 100 || c1.LinkStateRefused != 1 || c0.LinkStateRx+c1.LinkStateRx != 0 {
+		t.Errorf("refused %d on the host port, %d from the stranger; received %d", c0.LinkStateRefused, c1.LinkStateRefused, c0.LinkStateRx+c1.LinkStateRx)
+	}
+
+	out := &sink{clk: clk}
+	b.Attach(0, out)
+	f := pool.Get(100)
+	wire.EncodeEthernet(f.Data, &wire.EthernetFields{Dst: macA, Src: macB, EtherType: wire.EtherTypeLinkState})
+	deliver(b, clk, 1, f)
+	clk.runUntil(clk.now + clock.Microsecond)
+	if len(out.frames) != 1 {
+		t.Errorf("a unicast frame of EtherType 0x88B5 was not forwarded (%d out)", len(out.frames))
+	}
+
+	// Our own name, the last sequence number, from a neighbour: we
+	// outnumber it in the next epoch, and our next advertisement is
+	// still newer than it.
+	inject(1, &wire.LinkState{Origin: "b", Epoch: 1, Seq: ^uint64(0)})
+	b.SetPortUp(0, false)
+	clk.runUntil(clk.now + clock.Microsecond)
+	if db := sw[0].LinkStateDB(); !slices.Equal(db["b"], []string{"p1"}) {
+		t.Errorf("a's view of b after b's sequence ran out: %v", db)
 	}
 }

@@ -168,3 +168,30 @@ func TestPFCRefreshShorterThanAFrame(t *testing.T) {
 		t.Errorf("%d XOFF frames in %v, more than the wire carries (%d)", s.Counters(0).Prio[3].TxPause, span, max)
 	}
 }
+
+// TestPFCRefreshNotSkippedForOtherControlFrames: a refresh is skipped only
+// while XOFFs for every asserted priority wait to be sent; an XON for
+// another PG or a link-state advertisement waiting in the control queue
+// does not pause the peer, and skipping for it let the pause run out (a
+// review).
+func TestPFCRefreshNotSkippedForOtherControlFrames(t *testing.T) {
+	s, clk, pool := newTestSwitch(t, bufferConfig(1_000_000, -3, 1<<20))
+	s.Attach(0, &sink{clk: clk})
+	p := &s.ports[0]
+	p.xoffPrios = 1 << 3
+	other := pool.Get(wire.MACControlFrameSize)
+	wire.EncodePFC(other.Data, p.mac, 1<<4, &[8]uint16{}) // an XON for priority 4
+	p.ctrl.push(other)
+	before := s.Counters(0).Prio[3].TxPause
+	s.refreshXoff(p)
+	if got := s.Counters(0).Prio[3].TxPause; got != before+1 {
+		t.Fatalf("refresh with only an XON queued: %d XOFFs sent, want one", got-before)
+	}
+	// Now an XOFF for 3 is queued (or sent): a second refresh before it
+	// leaves is skipped only while it waits.
+	queued := p.xoffQueued&(1<<3) != 0
+	s.refreshXoff(p)
+	if got := s.Counters(0).Prio[3].TxPause; queued && got != before+1 || !queued && got != before+2 {
+		t.Errorf("second refresh: %d XOFFs (one queued: %v)", got-before, queued)
+	}
+}

@@ -69,18 +69,34 @@ func (s *Switch) accrueXoff(p *port, prios uint8, now clock.Time) {
 }
 
 // refreshXoff re-sends XOFF for every priority still asserted on p.
-// A refresh is skipped while a PFC frame still waits in the control
-// queue: it pauses the peer when it goes, and a refresh period shorter
-// than a PFC frame's wire time would otherwise queue frames faster than
-// the port sends them, without bound.
+// A refresh is skipped while XOFFs for every asserted priority still wait
+// in the control queue: they pause the peer when they go, and a refresh
+// period shorter than a PFC frame's wire time would otherwise queue frames
+// faster than the port sends them, without bound. (Anything else waiting
+// there, an XON for another PG or a link-state advertisement, does not
+// count: the refresh goes.)
 func (s *Switch) refreshXoff(p *port) {
 	if p.xoffPrios == 0 {
 		return
 	}
-	if p.ctrl.len() == 0 {
+	if p.xoffPrios&^p.xoffQueued != 0 {
 		s.sendPFC(p, p.xoffPrios, s.pfcQuanta)
 	}
 	p.refreshTimer.Reset(s.clk.Now() + s.refreshPeriod(p))
+}
+
+// ctrlSent notes a control frame leaving p: the priorities an XOFF in it
+// paused are no longer queued (refreshXoff).
+func (s *Switch) ctrlSent(p *port, f *frame.Frame) {
+	var mc wire.MACControl
+	if p.xoffQueued == 0 || wire.DecodeMACControl(f.Data, &mc) != nil {
+		return
+	}
+	for prio := range NumPriorities {
+		if mc.Paused(prio) {
+			p.xoffQueued &^= 1 << prio
+		}
+	}
 }
 
 // sendPFC queues one PFC frame on p's control queue: enable bits for prios,
@@ -101,6 +117,9 @@ func (s *Switch) sendPFC(p *port, prios uint8, quanta uint16) {
 	f := s.pool.Get(wire.MACControlFrameSize)
 	wire.EncodePFC(f.Data, p.mac, prios, &times)
 	f.Priority = 7
+	if quanta != 0 {
+		p.xoffQueued |= prios
+	}
 	p.c.TxPauseCtrlPhy++
 	p.ctrl.push(f)
 	s.tryTx(p)

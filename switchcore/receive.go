@@ -43,8 +43,12 @@ func (s *Switch) Receive(port int, f *frame.Frame) {
 		s.receiveMACControl(p, f)
 		return
 	case wire.EtherTypeLinkState:
-		s.receiveLinkState(p, f)
-		return
+		// The switches' own, on their link-local address; any other
+		// frame of the local experimental EtherType is forwarded.
+		if l2.Dst == wire.LinkStateDst {
+			s.receiveLinkState(p, f)
+			return
+		}
 	}
 	var key flowKey
 	isIP := false

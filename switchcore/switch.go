@@ -62,6 +62,7 @@ type port struct {
 
 	// PFC we send, per priority.
 	xoffPrios    uint8
+	xoffQueued   uint8 // priorities an XOFF waiting in ctrl pauses (refreshXoff)
 	xoffSince    [NumPriorities]clock.Time
 	refreshTimer clock.Timer
 
@@ -301,6 +302,7 @@ func (s *Switch) setPortUp(p *port, port int, up bool) {
 		}
 		f.Put()
 	}
+	p.xoffQueued = 0
 	p.txTimer.Stop()
 }
 
