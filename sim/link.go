@@ -264,8 +264,7 @@ func overMTU(b []byte, mtu int, ib bool) bool {
 }
 
 // isControl reports link-local control frames (PFC/PAUSE, link-state
-// advertisements, IB link packets),
-// which do not count as data progress.
+// advertisements, IB link packets), which do not count as data progress.
 func isControl(b []byte, ib bool) bool {
 	if ib {
 		return len(b) == wire.IBLinkSize
