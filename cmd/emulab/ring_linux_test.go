@@ -53,9 +53,12 @@ func testUpRing(t *testing.T, e *upEnv, hosts string) {
 		}
 		return out
 	}
-	if got := blockedPorts(); len(got) != 2 || !got["sw2:p2"] || !got["sw3:p3"] {
-		t.Errorf("ports out of flooding %v, want sw2:p2 and sw3:p3", got)
-	}
+	// The switches' advertisements as their links came up settle within
+	// milliseconds of up.
+	waitFor(t, "the tree over every link (sw2:p2 and sw3:p3 out of flooding)", func() bool {
+		got := blockedPorts()
+		return len(got) == 2 && got["sw2:p2"] && got["sw3:p3"]
+	})
 	for _, sw := range []string{"sw1", "sw2", "sw3"} {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", e.pid(t, l, lab.SwitchBinary+"-"+sw)))
 		if err != nil {
