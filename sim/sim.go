@@ -7,6 +7,7 @@ import (
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/switchcore"
 )
 
 // Sim is one simulation: clock, RNG, frame pool, nodes, links and flows.
@@ -24,6 +25,9 @@ type Sim struct {
 	nics     []*nicHost  // NIC hosts (nichost.go)
 	rdma     []*rdmaFlow // RDMA flows between NIC hosts (rdma.go)
 	switches []*simSwitch
+	// rerouted caches the switches' routes per link-state database
+	// (switch.go reroute).
+	rerouted map[string]map[*simSwitch][]switchcore.Route
 	links    []*Link
 	flows    []*flow
 

@@ -2,7 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
+	"strings"
 
 	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/switchcore"
@@ -201,6 +204,35 @@ func (s *Sim) shortestPaths(down func(w *simSwitch, port int) bool, fn func(w *s
 // down, and it routes every host its configuration does not cover along
 // the shortest paths that avoid them.
 func (s *Sim) reroute(w *simSwitch, db map[string][]string) {
+	var key strings.Builder
+	for _, o := range slices.Sorted(maps.Keys(db)) {
+		key.WriteString(o)
+		for _, p := range db[o] {
+			key.WriteByte(0)
+			key.WriteString(p)
+		}
+		key.WriteByte(1)
+	}
+	// Every switch comes to the same database (in turn, as the
+	// advertisements reach it): the routes of all are computed once per
+	// database, not once per switch.
+	routes, ok := s.rerouted[key.String()]
+	if !ok {
+		routes = s.routesAvoiding(db)
+		if s.rerouted == nil {
+			s.rerouted = map[string]map[*simSwitch][]switchcore.Route{}
+		}
+		s.rerouted[key.String()] = routes
+	}
+	w.cfg.Routes = routes[w]
+	w.sw.SetRoutes(w.cfg.Routes) // routes built here are never duplicates
+}
+
+// routesAvoiding is every switch's routes with the ports db lists down:
+// its own, then for each host it does not cover the shortest paths that
+// avoid them; a host no path reaches keeps its route through the down
+// link, where its frames are counted as link_down drops, not no_route.
+func (s *Sim) routesAvoiding(db map[string][]string) map[*simSwitch][]switchcore.Route {
 	down := map[*simSwitch]map[int]bool{}
 	for origin, ports := range db {
 		v, ok := s.nodes[origin].(*simSwitch)
@@ -217,19 +249,33 @@ func (s *Sim) reroute(w *simSwitch, db map[string][]string) {
 		}
 		down[v] = m
 	}
-	// A host no path reaches keeps its route through the down link, where
-	// its frames are counted as link_down drops rather than no_route.
-	w.cfg.Routes = append([]switchcore.Route(nil), w.static...)
-	mine := func(v *simSwitch, h routeTarget, via []int) {
-		if v == w {
-			w.addRoute(h.ip, via)
+	out := map[*simSwitch][]switchcore.Route{}
+	routed := map[*simSwitch]map[[4]byte]bool{}
+	for _, w := range s.switches {
+		out[w] = slices.Clone(w.static)
+		routed[w] = map[[4]byte]bool{}
+	}
+	add := func(w *simSwitch, h routeTarget, via []int) {
+		if routed[w][h.ip] || w.covered(h.ip) {
+			return
+		}
+		routed[w][h.ip] = true
+		out[w] = append(out[w], switchcore.Route{Prefix: netip.PrefixFrom(netip.AddrFrom4(h.ip), 32), Ports: via})
+	}
+	s.shortestPaths(func(v *simSwitch, port int) bool { return down[v][port] }, add)
+	s.shortestPaths(nil, add)
+	return out
+}
+
+// covered reports whether the switch's own routes cover ip.
+func (w *simSwitch) covered(ip [4]byte) bool {
+	a := netip.AddrFrom4(ip)
+	for _, r := range w.static {
+		if r.Prefix.Contains(a) {
+			return true
 		}
 	}
-	s.shortestPaths(func(v *simSwitch, port int) bool { return down[v][port] }, mine)
-	s.shortestPaths(nil, mine) // addRoute skips hosts already routed
-	if err := w.sw.SetRoutes(w.cfg.Routes); err != nil {
-		panic(fmt.Sprintf("sim: switch %s: rerouting: %v", w.name, err)) // routes built here never collide
-	}
+	return false
 }
 
 func (w *simSwitch) addRoute(ip [4]byte, via []int) {
