@@ -188,6 +188,11 @@ func SwitchConfig(spec *lab.Spec, n *lab.Node, seed uint64) (*switchcore.Config,
 	}
 	cfg.ECMPSeed = n.ECMPSeed
 	cfg.MACLearning = n.MACLearning
+	// The switches route (L3, ECMP) and their routes change as links go
+	// down (link-state routing): a packet caught in a loop while they
+	// converge dies of its TTL, as at a router, instead of circulating
+	// for ever on a lossless class.
+	cfg.DecrementTTL = !ib
 	if n.PFCQuanta != 0 {
 		cfg.PFCQuanta = n.PFCQuanta
 	}

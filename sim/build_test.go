@@ -67,6 +67,9 @@ func TestBuildFromLab(t *testing.T) {
 	if p := cfg.BufferProfiles["pg_lossless_100000_5m_profile"]; p == nil || p.DynamicTh != -3 || p.Xoff != 40<<10 || p.Xon != 18432 {
 		t.Fatalf("profile not converted: %+v", p)
 	}
+	if !cfg.DecrementTTL {
+		t.Error("a RoCE switch routes without decrementing the TTL: a loop while routes converge would never end")
+	}
 	if cfg.Ports[0].PFCEnable != 1<<3 || cfg.Ports[4].BufferPG[3] != "pg_lossless_100000_5m_profile" || !cfg.CutThrough {
 		t.Fatalf("port config not converted: %+v", cfg.Ports[0])
 	}

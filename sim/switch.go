@@ -84,12 +84,14 @@ func (s *Sim) startSwitches() error {
 			}
 		}
 		if !w.ib() && w.autoRoutes {
-			fabric := make([]bool, len(w.ports))
+			peers := make([]string, len(w.ports))
 			for i := range w.ports {
 				peer, _ := w.peerOf(i)
-				_, fabric[i] = peer.(*simSwitch)
+				if v, ok := peer.(*simSwitch); ok {
+					peers[i] = v.name
+				}
 			}
-			w.sw.EnableLinkState(0, fabric, names, func(db map[string][]string) { s.reroute(w, db) })
+			w.sw.EnableLinkState(0, peers, names, func(db map[string][]string) { s.reroute(w, db) })
 		}
 	}
 	return nil

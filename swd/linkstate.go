@@ -25,9 +25,11 @@ func (d *Daemon) enableLinkState() {
 	if d.ib {
 		return // the subnet manager routes an IB fabric
 	}
-	fabric := make([]bool, len(d.node.Ports))
+	peers := make([]string, len(d.node.Ports))
 	for i, lp := range d.node.Ports {
-		fabric[i] = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindSwitch
+		if lp.Peer != nil && lp.Peer.Node.Kind == lab.KindSwitch {
+			peers[i] = lp.Peer.Node.Name
+		}
 	}
 	// The epoch orders this life's advertisements after those of a
 	// daemon this one replaces (a restart after kill -9).
@@ -35,7 +37,7 @@ func (d *Daemon) enableLinkState() {
 	for _, n := range d.spec.Switches() {
 		origins = append(origins, n.Name)
 	}
-	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), fabric, origins, d.reroute)
+	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), peers, origins, d.reroute)
 }
 
 // reroute installs the routes and flooding tree for the links db says

@@ -36,7 +36,7 @@ func (e *lsaEntry) newer(epoch, seq uint64) bool {
 
 type linkState struct {
 	epoch, seq uint64
-	fabric     []bool          // per port: its peer is a switch of the fabric
+	peers      []string        // per port: the switch of the fabric at its other end, "" for none
 	origins    map[string]bool // the fabric's switches: advertisements of others are refused
 	db         map[string]*lsaEntry
 	onChange   func(db map[string][]string)
@@ -44,17 +44,17 @@ type linkState struct {
 	scratch    wire.LinkState // receiveLinkState's decoding; its Down is its own
 }
 
-// EnableLinkState turns on the switch's link-state routing: fabric[i] is
-// true for a port whose peer is a switch taking part (advertisements go
-// out on those ports, and are taken from those only: a host cannot inject
-// one), origins names the fabric's switches (an advertisement from any
-// other is refused), epoch orders this life's advertisements after an
-// earlier one's (a restarted daemon: a wall-clock reading; the simulator:
-// 0), and onChange gets, whenever it changes, every origin's ports that
-// are down. Call it before the first frame; the switch sends its first
-// advertisement when a port changes state (a fabric whose links never
-// change sends none).
-func (s *Switch) EnableLinkState(epoch uint64, fabric []bool, origins []string, onChange func(db map[string][]string)) {
+// EnableLinkState turns on the switch's link-state routing: peers[i] names
+// the switch at the other end of port i, "" where there is none (a host):
+// advertisements go out on the ports to switches, and are taken from
+// those only, so a host cannot inject one; origins names the fabric's
+// switches (an advertisement from any other is refused); epoch orders this
+// life's advertisements after an earlier one's (a restarted daemon: a
+// wall-clock reading; the simulator: 0); and onChange gets, whenever it
+// changes, every origin's ports that are down. Call it before the first
+// frame; the switch sends its first advertisement when a port changes
+// state (a fabric whose links never change sends none).
+func (s *Switch) EnableLinkState(epoch uint64, peers []string, origins []string, onChange func(db map[string][]string)) {
 	if s.cfg.Fabric == FabricIB {
 		return // the subnet manager routes an IB fabric
 	}
@@ -62,7 +62,7 @@ func (s *Switch) EnableLinkState(epoch uint64, fabric []bool, origins []string, 
 	for _, n := range origins {
 		o[n] = true
 	}
-	s.ls = &linkState{epoch: epoch, fabric: fabric, origins: o, db: map[string]*lsaEntry{}, onChange: onChange}
+	s.ls = &linkState{epoch: epoch, peers: peers, origins: o, db: map[string]*lsaEntry{}, onChange: onChange}
 }
 
 // LinkStateDB is the advertisements the switch holds: origin switch ->
@@ -112,7 +112,17 @@ func (s *Switch) linkStateUp(port int) {
 	}
 }
 
-func (s *Switch) isFabric(port int) bool { return port < len(s.ls.fabric) && s.ls.fabric[port] }
+// sendDB sends every advertisement held, ours included, on port.
+func (s *Switch) sendDB(port int) {
+	if !s.ports[port].up {
+		return
+	}
+	for _, o := range slices.Sorted(maps.Keys(s.ls.db)) {
+		s.sendLSA(&s.ports[port], o)
+	}
+}
+
+func (s *Switch) isFabric(port int) bool { return port < len(s.ls.peers) && s.ls.peers[port] != "" }
 
 // receiveLinkState takes an advertisement arriving on p: one from a
 // switch of the fabric, on a link to one, or it is refused and counted
@@ -138,6 +148,11 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 	p.c.LinkStateRx++
 	if in.Origin == s.cfg.Name {
 		if !(&lsaEntry{epoch: ls.epoch, seq: ls.seq}).newer(in.Epoch, in.Seq) {
+			if in.Epoch != ls.epoch || in.Seq != ls.seq {
+				// An older one of ours: the neighbour missed our newest
+				// (sent while its end of the link was still down).
+				s.sendLSA(p, s.cfg.Name)
+			}
 			return // our own, back round a cycle
 		}
 		// Ours from an earlier life still circulating with a higher
@@ -158,6 +173,14 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 	}
 	ls.db[in.Origin] = &lsaEntry{epoch: in.Epoch, seq: in.Seq, down: slices.Clone(in.Down)}
 	s.floodLSA(in.Origin, p.idx)
+	if in.Origin == ls.peers[p.idx] {
+		// The neighbour itself says something new, as it does when its
+		// end of the link comes up: what we sent while its end was still
+		// down was lost there, so it gets our database again. (Only a new
+		// advertisement of its own does this, so two neighbours' exchanges
+		// end.)
+		s.sendDB(p.idx)
+	}
 	s.linkStateChanged()
 }
 

@@ -49,8 +49,8 @@ func TestLinkStateAdvertisements(t *testing.T) {
 	b.Attach(0, &sink{clk: clk})
 	var seenA, seenB []map[string][]string
 	names := []string{"a", "b"}
-	a.EnableLinkState(7, []bool{false, true}, names, func(db map[string][]string) { seenA = append(seenA, db) })
-	b.EnableLinkState(7, []bool{false, true}, names, func(db map[string][]string) { seenB = append(seenB, db) })
+	a.EnableLinkState(7, []string{"", "b"}, names, func(db map[string][]string) { seenA = append(seenA, db) })
+	b.EnableLinkState(7, []string{"", "a"}, names, func(db map[string][]string) { seenB = append(seenB, db) })
 
 	a.SetPortUp(0, false) // a's host link
 	clk.runUntil(clk.now + clock.Microsecond)
@@ -121,9 +121,9 @@ func lineOfSwitches(t *testing.T) (*manualClock, *frame.Pool, [3]*Switch) {
 	b.Attach(2, &relay{clk: clk, to: c, port: 1})
 	c.Attach(1, &relay{clk: clk, to: b, port: 2})
 	names := []string{"a", "b", "c"}
-	a.EnableLinkState(1, []bool{false, true}, names, nil)
-	b.EnableLinkState(1, []bool{false, true, true}, names, nil)
-	c.EnableLinkState(1, []bool{false, true}, names, nil)
+	a.EnableLinkState(1, []string{"", "b"}, names, nil)
+	b.EnableLinkState(1, []string{"", "a", "c"}, names, nil)
+	c.EnableLinkState(1, []string{"", "b"}, names, nil)
 	return clk, pool, [3]*Switch{a, b, c}
 }
 
@@ -198,5 +198,32 @@ func TestLinkStateRefusesHostsAndStrangers(t *testing.T) {
 	clk.runUntil(clk.now + clock.Microsecond)
 	if db := sw[0].LinkStateDB(); !slices.Equal(db["b"], []string{"p1"}) {
 		t.Errorf("a's view of b after b's sequence ran out: %v", db)
+	}
+}
+
+// TestLinkStateEndsComeUpApart: in real time the two ends of a link come
+// up milliseconds apart, and what the first end sends at once is dropped
+// at the other, still down. b has no advertisement of a at all (a's
+// host port went down while their link was down); when b's end comes up,
+// its new advertisement makes a send its database again, and b learns
+// that a's p1 is down. (An older copy at b is answered too: an older
+// advertisement of a switch's own gets its newest back.)
+func TestLinkStateEndsComeUpApart(t *testing.T) {
+	clk, _, sw := lineOfSwitches(t)
+	a, b := sw[0], sw[1]
+	step := func() { clk.runUntil(clk.now + clock.Microsecond) }
+	a.SetPortUp(1, false)
+	b.SetPortUp(1, false)
+	step()
+	a.SetPortUp(0, false) // nobody hears it: a's only link to a switch is down
+	a.SetPortUp(1, true)  // a's end first: its advertisements die at b's end
+	step()
+	if b.Counters(1).Drops[DropLinkDown] == 0 {
+		t.Fatal("nothing was lost at b's end: the test proves nothing")
+	}
+	b.SetPortUp(1, true)
+	step()
+	if db := b.LinkStateDB(); !slices.Equal(db["a"], []string{"p1"}) {
+		t.Errorf("b's database %v, want a: [p1]", db)
 	}
 }
