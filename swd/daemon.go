@@ -62,7 +62,10 @@ type Daemon struct {
 	// (linkstate.go).
 	static []switchcore.Route
 	cutKey *string // the links down the routes were last computed without (nil: never)
-	log    *log.Logger
+	// everUp and loggedCut: what logCut has seen (linkstate.go).
+	everUp    map[*lab.Link]bool
+	loggedCut string
+	log       *log.Logger
 
 	loop *rt.Loop
 	clk  *rt.Clock

@@ -1,6 +1,7 @@
 package swd
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -81,5 +82,37 @@ func (d *Daemon) reroute(db map[string][]string) {
 	for _, p := range d.ports {
 		p.noFlood = p.noFloodFlag || slices.Contains(blocked, p.name)
 	}
-	d.log.Printf("link-state routing: routes recomputed, links down: %v", cut)
+	d.logCut(db, down)
+}
+
+// logCut logs the links routed around when they change, leaving out
+// those never seen up: while a lab comes up, links not yet connected
+// are down in every advertisement, and a line per port connecting read
+// like a fault.
+func (d *Daemon) logCut(db map[string][]string, down func(*lab.Link) bool) {
+	if d.everUp == nil {
+		d.everUp = map[*lab.Link]bool{}
+	}
+	heard := func(p *lab.Port) bool {
+		_, ok := db[p.Node.Name]
+		return p.Node.Kind != lab.KindSwitch || ok
+	}
+	var cut []string
+	for _, l := range d.spec.Links {
+		switch {
+		case !down(l) && heard(l.A) && heard(l.B):
+			// Up as every switch at its ends advertised it (a switch
+			// not heard from yet is not taken as saying so).
+			d.everUp[l] = true
+		case down(l) && d.everUp[l]:
+			cut = append(cut, l.A.String()+"-"+l.B.String())
+		}
+	}
+	if d.loggedCut == "" {
+		d.loggedCut = "[]" // nothing routed around to begin with
+	}
+	if msg := fmt.Sprint(cut); msg != d.loggedCut {
+		d.loggedCut = msg
+		d.log.Printf("link-state routing: routes recomputed, links down: %s", msg)
+	}
 }

@@ -210,18 +210,16 @@ func (s *Switch) sendLSA(p *port, origin string) {
 	s.tryTx(p)
 }
 
-// linkStateChanged tells the driver the database when the down links it
-// describes differ from the last time.
+// linkStateChanged tells the driver the database when it differs from the
+// last time: the down ports, and which switches have advertised at all
+// (a driver tells a link still coming up from one that went down by it).
 func (s *Switch) linkStateChanged() {
 	ls := s.ls
 	db := make(map[string][]string, len(ls.db))
 	var key strings.Builder
 	for _, o := range slices.Sorted(maps.Keys(ls.db)) {
 		e := ls.db[o]
-		if len(e.down) == 0 {
-			continue
-		}
-		db[o] = slices.Clone(e.down)
+		db[o] = slices.Clone(e.down) // an empty list too: that switch has spoken
 		key.WriteString(o)
 		for _, d := range e.down {
 			key.WriteByte(0)
