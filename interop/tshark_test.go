@@ -134,8 +134,11 @@ func checkTshark(t *testing.T, entries []zoo.Entry, pkts []packet, allowLinkMalf
 			continue
 		}
 		proto := map[zoo.Link]string{zoo.LinkEthernet: "infiniband", zoo.LinkIB: "infiniband", zoo.LinkIBFlowControl: "infiniband_link"}[e.Link]
-		if e.Want.MACControl != nil {
+		switch {
+		case e.Want.MACControl != nil:
 			proto = "macc"
+		case e.Want.Ethernet != nil && e.Want.Ethernet.EtherType == wire.EtherTypeLinkState:
+			proto = "eth" // the local experimental EtherType: no dissector but Ethernet's
 		}
 		if !p.protos[proto] {
 			t.Errorf("%s: Wireshark did not dissect it as %s", where, proto)

@@ -143,7 +143,7 @@ type heldRecord struct {
 }
 
 func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts time.Time) {
-	important := !d.ib && isMACControl(data) || strings.Contains(comment, ": ")
+	important := !d.ib && (isMACControl(data) || isLinkState(data)) || strings.Contains(comment, ": ")
 	for _, s := range p.caps {
 		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment, dropped: s.dropped[p.idx]}
 		s.recv[r.iface].Add(1)
@@ -179,6 +179,8 @@ func (d *Daemon) receiveCaptured(p *swPort, f *frame.Frame) {
 		d.curNote = ibLinkNote(f.Data, "received")
 	case !d.ib && isMACControl(f.Data):
 		d.curNote = pfcNote(f.Data, "received")
+	case !d.ib && isLinkState(f.Data):
+		d.curNote = linkStateNote(f.Data, "received")
 	}
 	d.cur = f
 	d.sw.Receive(p.idx, f)
@@ -286,6 +288,26 @@ func pfcNote(b []byte, verb string) string {
 		}
 	}
 	return sb.String()
+}
+
+// isLinkState reports a link-state advertisement of the switches
+// (switchcore/linkstate.go).
+func isLinkState(b []byte) bool {
+	return len(b) >= wire.EthernetSize && wire.MAC(b[0:6]) == wire.LinkStateDst &&
+		int(b[12])<<8|int(b[13]) == wire.EtherTypeLinkState
+}
+
+// linkStateNote describes a link-state advertisement.
+func linkStateNote(b []byte, verb string) string {
+	var l wire.LinkState
+	if err := wire.DecodeLinkState(b, &l); err != nil {
+		return "malformed link-state advertisement " + verb
+	}
+	down := "nothing down"
+	if len(l.Down) > 0 {
+		down = "ports down: " + strings.Join(l.Down, ", ")
+	}
+	return fmt.Sprintf("link-state advertisement %s: %s (epoch %d, sequence %d), %s", verb, l.Origin, l.Epoch, l.Seq, down)
 }
 
 func joinNote(a, b string) string {

@@ -689,12 +689,6 @@ func TestRateChangeKeepsLossless(t *testing.T) {
 	}
 }
 
-// isLinkState reports a link-state advertisement (switchcore/linkstate.go),
-// which a switch sends on its links to other switches as their ports come
-// up and go down.
-func isLinkState(b []byte) bool {
-	return len(b) >= wire.EthernetSize && int(b[12])<<8|int(b[13]) == wire.EtherTypeLinkState
-}
 
 // TestCaptureEndsWithStatsOnClose: a daemon that stops ends its captures
 // with the records still queued and the statistics blocks, not by
@@ -724,5 +718,22 @@ func TestCaptureEndsWithStatsOnClose(t *testing.T) {
 	}
 	if st, ok := r.InterfaceStats()[0]; !ok || st.Drop != 0 || st.Recv < 1 {
 		t.Errorf("statistics %+v (present %v): want isb_ifdrop 0, isb_ifrecv >= 1", st, ok)
+	}
+}
+
+// TestLinkStateNote: a captured advertisement says whose it is and what
+// it says is down.
+func TestLinkStateNote(t *testing.T) {
+	l := &wire.LinkState{Origin: "leaf1", Epoch: 3, Seq: 7, Down: []string{"p5", "p6"}}
+	b := make([]byte, wire.LinkStateLen(l))
+	wire.EncodeLinkState(b, wire.MAC{2}, l)
+	if !isLinkState(b) {
+		t.Fatal("an advertisement not recognised")
+	}
+	if got, want := linkStateNote(b, "sent"), "link-state advertisement sent: leaf1 (epoch 3, sequence 7), ports down: p5, p6"; got != want {
+		t.Errorf("note %q, want %q", got, want)
+	}
+	if got := linkStateNote(b[:20], "received"); got != "malformed link-state advertisement received" {
+		t.Errorf("truncated: %q", got)
 	}
 }

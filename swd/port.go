@@ -188,6 +188,8 @@ func (p *swPort) Transmit(f *frame.Frame) {
 			note = joinNote(note, ibLinkNote(f.Data, "sent"))
 		case !d.ib && isMACControl(f.Data):
 			note = joinNote(note, pfcNote(f.Data, "sent"))
+		case !d.ib && isLinkState(f.Data):
+			note = joinNote(note, linkStateNote(f.Data, "sent"))
 		}
 		if lost {
 			note = joinNote(note, "lost on the emulated link")

@@ -246,3 +246,14 @@ func macControl() []Entry {
 	}
 	return z
 }
+
+// linkState returns a link-state advertisement of the emulated switches'
+// routing (switchcore/linkstate.go), which Wireshark shows as the IEEE 802
+// local experimental EtherType.
+func linkState() []Entry {
+	l := &wire.LinkState{Origin: "leaf1", Epoch: 1, Seq: 2, Down: []string{"p5"}}
+	b := make([]byte, wire.LinkStateLen(l))
+	wire.EncodeLinkState(b, HostA, l)
+	eth := wire.EthernetFields{Dst: wire.LinkStateDst, Src: HostA, EtherType: wire.EtherTypeLinkState}
+	return []Entry{{Name: "link-state advertisement: leaf1, port p5 down", Link: LinkEthernet, Data: b, Want: Want{Ethernet: &eth}}}
+}

@@ -19,6 +19,7 @@
 //   - an ECN-CE frame, a FECN frame, a VLAN-tagged frame (PCP 3, DSCP 26), an
 //     empty SEND that needs Ethernet padding;
 //   - PFC XOFF and XON, 802.3x PAUSE and its resume (quanta 0);
+//   - a link-state advertisement of the switches' routing;
 //   - native IB data packets without and with a GRH, and IB link
 //     flow-control packets (normal and init), which go to ERF records.
 //
@@ -140,6 +141,7 @@ func Ethernet() []Entry {
 	z = append(z, syndromes()...)
 	z = append(z, specials()...)
 	z = append(z, macControl()...)
+	z = append(z, linkState()...)
 	return z
 }
 
