@@ -689,7 +689,6 @@ func TestRateChangeKeepsLossless(t *testing.T) {
 	}
 }
 
-
 // TestCaptureEndsWithStatsOnClose: a daemon that stops ends its captures
 // with the records still queued and the statistics blocks, not by
 // cutting the connection.
