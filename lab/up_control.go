@@ -67,6 +67,9 @@ type DaemonPort struct {
 	// (peer silent)" (a UDP link's peer sent nothing for a while), or
 	// "waiting" (a listening port without a peer yet).
 	Link string
+	// NoFlood: a switch port outside the spanning tree of the links up
+	// now, which floods no broadcast (it changes as links go down).
+	NoFlood bool
 }
 
 // SwitchPortLink is the word for a switch port's link, from the fields of
@@ -107,6 +110,7 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 			Delay      string  `json:"delay"`
 			Loss       float64 `json:"loss"`
 			Corrupt    float64 `json:"corrupt"`
+			NoFlood    bool    `json:"no_flood"`
 		} `json:"ports"`
 		Status *struct {
 			Port      string `json:"port"`
@@ -131,7 +135,7 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 		if p.URI != "" {
 			tr = p.URI
 		}
-		out = append(out, DaemonPort{Port: p.Port, Transport: tr, Link: st, Wire: wireWords(p.Rate, p.Delay, p.Loss, p.Corrupt)})
+		out = append(out, DaemonPort{Port: p.Port, Transport: tr, Link: st, Wire: wireWords(p.Rate, p.Delay, p.Loss, p.Corrupt), NoFlood: p.NoFlood})
 	}
 	if r.Status != nil && r.Status.Port != "" {
 		st := r.Status.Link

@@ -187,7 +187,11 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 				peer[p.Name] = p.Peer
 			}
 			for _, p := range ports {
-				fmt.Fprintf(tw, "  %s:%s\t%s\t%s\t%s\t%s\n", n.Name, p.Port, peer[p.Port], p.Link, p.Wire, p.Transport)
+				link := p.Link
+				if p.NoFlood {
+					link += ", no flooding"
+				}
+				fmt.Fprintf(tw, "  %s:%s\t%s\t%s\t%s\t%s\n", n.Name, p.Port, peer[p.Port], link, p.Wire, p.Transport)
 			}
 		}
 		tw.Flush()
