@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/switchcore"
 )
@@ -63,6 +64,11 @@ func (w *simSwitch) headBytes() int                   { return w.sw.HeadBytes() 
 func (w *simSwitch) linkState(port int, up bool)      { w.sw.SetPortUp(port, up) }
 func (w *simSwitch) ib() bool                         { return w.cfg.Fabric == switchcore.FabricIB }
 
+// linkStateRefresh is how often a simulated switch that has advertised
+// re-advertises (switchcore EnableLinkState): a lost or corrupted
+// advertisement is replaced within it. Runs are milliseconds long.
+const linkStateRefresh = 500 * clock.Microsecond
+
 // startSwitches computes routes and creates and attaches every switch.
 func (s *Sim) startSwitches() error {
 	s.installRoutes()
@@ -91,7 +97,7 @@ func (s *Sim) startSwitches() error {
 					peers[i] = v.name
 				}
 			}
-			w.sw.EnableLinkState(0, peers, names, func(db map[string][]string) { s.reroute(w, db) })
+			w.sw.EnableLinkState(0, peers, names, linkStateRefresh, func(db map[string][]string) { s.reroute(w, db) })
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/switchcore"
 )
@@ -38,7 +39,9 @@ func (d *Daemon) enableLinkState() {
 	for _, n := range d.spec.Switches() {
 		origins = append(origins, n.Name)
 	}
-	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), peers, origins, d.reroute)
+	// Refreshed every second of the lab's time: a lost advertisement (a
+	// lossy link) is replaced within it.
+	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), peers, origins, clock.Second, d.reroute)
 }
 
 // reroute installs the routes and flooding tree for the links db says

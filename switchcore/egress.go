@@ -32,8 +32,12 @@ func (s *Switch) tryTx(p *port) {
 			p.txTimer.Reset(p.busyUntil)
 			return
 		}
+		if f := p.pfcq.pop(); f != nil {
+			s.pfcSent(p, f)
+			s.transmit(p, f, now, false)
+			continue
+		}
 		if f := p.ctrl.pop(); f != nil {
-			s.ctrlSent(p, f)
 			s.transmit(p, f, now, false)
 			continue
 		}

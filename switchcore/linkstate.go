@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
 	"github.com/emufabric/emufabric/wire"
 )
@@ -36,7 +37,9 @@ func (e *lsaEntry) newer(epoch, seq uint64) bool {
 
 type linkState struct {
 	epoch, seq uint64
-	peers      []string        // per port: the switch of the fabric at its other end, "" for none
+	peers      []string   // per port: the switch of the fabric at its other end, "" for none
+	refresh    clock.Time // re-originate this often once advertising (0: never)
+	timer      clock.Timer
 	origins    map[string]bool // the fabric's switches: advertisements of others are refused
 	db         map[string]*lsaEntry
 	onChange   func(db map[string][]string)
@@ -54,7 +57,11 @@ type linkState struct {
 // changes, every origin's ports that are down. Call it before the first
 // frame; the switch sends its first advertisement when a port changes
 // state (a fabric whose links never change sends none).
-func (s *Switch) EnableLinkState(epoch uint64, peers []string, origins []string, onChange func(db map[string][]string)) {
+//
+// Nothing acknowledges an advertisement: one lost (a lossy link, a
+// corrupted frame) is repaired by the origin's next, every refresh once
+// it has advertised (as OSPF's LSRefreshTime; 0: never).
+func (s *Switch) EnableLinkState(epoch uint64, peers []string, origins []string, refresh clock.Time, onChange func(db map[string][]string)) {
 	if s.cfg.Fabric == FabricIB {
 		return // the subnet manager routes an IB fabric
 	}
@@ -62,8 +69,23 @@ func (s *Switch) EnableLinkState(epoch uint64, peers []string, origins []string,
 	for _, n := range origins {
 		o[n] = true
 	}
-	s.ls = &linkState{epoch: epoch, peers: peers, origins: o, db: map[string]*lsaEntry{}, onChange: onChange}
+	s.ls = &linkState{epoch: min(epoch, maxEpoch), peers: peers, origins: o,
+		db: map[string]*lsaEntry{}, onChange: onChange, refresh: refresh}
+	if refresh > 0 {
+		s.ls.timer = s.clk.NewTimer(s.refreshLSA)
+	}
 }
+
+// maxEpoch is the highest epoch a switch takes: an advertisement at the
+// very last number could never be outnumbered, and one claiming a
+// switch's own name would start an exchange that never ends.
+const maxEpoch = ^uint64(0) - 1
+
+// refreshLSA advertises this switch's ports again, with the next
+// number, which every switch takes and passes on: one that missed an
+// advertisement of this switch (a lost or corrupted frame, on any hop)
+// has the truth again within a refresh period.
+func (s *Switch) refreshLSA() { s.originate() }
 
 // LinkStateDB is the advertisements the switch holds: origin switch ->
 // its ports that are down.
@@ -80,10 +102,15 @@ func (s *Switch) LinkStateDB() map[string][]string {
 // originate advertises this switch's down ports (a port changed state).
 func (s *Switch) originate() {
 	ls := s.ls
-	if ls.seq == ^uint64(0) {
+	if ls.seq == ^uint64(0) && ls.epoch < maxEpoch {
 		ls.epoch, ls.seq = ls.epoch+1, 0 // a sequence that wrapped would be older than all before
 	}
-	ls.seq++
+	if ls.seq < ^uint64(0) {
+		ls.seq++
+	}
+	if ls.timer != nil {
+		ls.timer.Reset(s.clk.Now() + ls.refresh)
+	}
 	var down []string
 	for i := range s.ports {
 		if !s.ports[i].up {
@@ -141,7 +168,7 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 		p.c.Drops[DropMalformed]++
 		return
 	}
-	if in.Origin != s.cfg.Name && !ls.origins[in.Origin] {
+	if in.Origin != s.cfg.Name && !ls.origins[in.Origin] || in.Epoch > maxEpoch {
 		p.c.LinkStateRefused++
 		return
 	}
@@ -173,12 +200,13 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 	}
 	ls.db[in.Origin] = &lsaEntry{epoch: in.Epoch, seq: in.Seq, down: slices.Clone(in.Down)}
 	s.floodLSA(in.Origin, p.idx)
-	if in.Origin == ls.peers[p.idx] {
-		// The neighbour itself says something new, as it does when its
-		// end of the link comes up: what we sent while its end was still
-		// down was lost there, so it gets our database again. (Only a new
-		// advertisement of its own does this, so two neighbours' exchanges
-		// end.)
+	if in.Origin == ls.peers[p.idx] && (e == nil || !slices.Equal(e.down, in.Down)) {
+		// The neighbour itself says its ports changed, as it does when
+		// its end of the link comes up: what we sent while its end was
+		// down was lost there, so it gets our database again. A refresh,
+		// the same ports, does not ask for it (the refreshes repair the
+		// rarer losses), and the exchanges end: what we send it is
+		// nothing new about itself.
 		s.sendDB(p.idx)
 	}
 	s.linkStateChanged()
@@ -197,10 +225,15 @@ func (s *Switch) floodLSA(origin string, from int) {
 // data as PFC is.
 func (s *Switch) sendLSA(p *port, origin string) {
 	e := s.ls.db[origin]
+	if e == nil {
+		return // ours, before we first advertised
+	}
 	l := &wire.LinkState{Origin: origin, Epoch: e.epoch, Seq: e.seq, Down: e.down}
 	n := wire.LinkStateLen(l)
-	if n < 0 || n > frame.MaxFrame {
-		return // a name too long for the frame: lab validation keeps names short
+	if n < 0 || n > frame.MaxFrame || n-wire.EthernetSize > p.cfg.MTU {
+		// More ports down than one frame carries: counted, not sent.
+		p.c.Drops[DropMTUExceeded]++
+		return
 	}
 	f := s.pool.Get(n)
 	wire.EncodeLinkState(f.Data, p.mac, l)

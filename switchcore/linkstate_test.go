@@ -49,8 +49,8 @@ func TestLinkStateAdvertisements(t *testing.T) {
 	b.Attach(0, &sink{clk: clk})
 	var seenA, seenB []map[string][]string
 	names := []string{"a", "b"}
-	a.EnableLinkState(7, []string{"", "b"}, names, func(db map[string][]string) { seenA = append(seenA, db) })
-	b.EnableLinkState(7, []string{"", "a"}, names, func(db map[string][]string) { seenB = append(seenB, db) })
+	a.EnableLinkState(7, []string{"", "b"}, names, 0, func(db map[string][]string) { seenA = append(seenA, db) })
+	b.EnableLinkState(7, []string{"", "a"}, names, 0, func(db map[string][]string) { seenB = append(seenB, db) })
 
 	a.SetPortUp(0, false) // a's host link
 	clk.runUntil(clk.now + clock.Microsecond)
@@ -121,9 +121,9 @@ func lineOfSwitches(t *testing.T) (*manualClock, *frame.Pool, [3]*Switch) {
 	b.Attach(2, &relay{clk: clk, to: c, port: 1})
 	c.Attach(1, &relay{clk: clk, to: b, port: 2})
 	names := []string{"a", "b", "c"}
-	a.EnableLinkState(1, []string{"", "b"}, names, nil)
-	b.EnableLinkState(1, []string{"", "a", "c"}, names, nil)
-	c.EnableLinkState(1, []string{"", "b"}, names, nil)
+	a.EnableLinkState(1, []string{"", "b"}, names, 0, nil)
+	b.EnableLinkState(1, []string{"", "a", "c"}, names, 0, nil)
+	c.EnableLinkState(1, []string{"", "b"}, names, 0, nil)
 	return clk, pool, [3]*Switch{a, b, c}
 }
 

@@ -160,7 +160,7 @@ func TestPFCRefreshShorterThanAFrame(t *testing.T) {
 	}
 	const span = 10 * clock.Microsecond
 	clk.runUntil(clk.now + span)
-	if n := s.ports[0].ctrl.len(); n > 1 {
+	if n := s.ports[0].pfcq.len(); n > 1 {
 		t.Errorf("%d PFC frames queued", n)
 	}
 	// At most one per PFC frame time on the wire (4.8 ns at 100G).
@@ -181,7 +181,7 @@ func TestPFCRefreshNotSkippedForOtherControlFrames(t *testing.T) {
 	p.xoffPrios = 1 << 3
 	other := pool.Get(wire.MACControlFrameSize)
 	wire.EncodePFC(other.Data, p.mac, 1<<4, &[8]uint16{}) // an XON for priority 4
-	p.ctrl.push(other)
+	p.pfcq.push(other)
 	before := s.Counters(0).Prio[3].TxPause
 	s.refreshXoff(p)
 	if got := s.Counters(0).Prio[3].TxPause; got != before+1 {

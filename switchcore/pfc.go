@@ -70,11 +70,10 @@ func (s *Switch) accrueXoff(p *port, prios uint8, now clock.Time) {
 
 // refreshXoff re-sends XOFF for every priority still asserted on p.
 // A refresh is skipped while XOFFs for every asserted priority still wait
-// in the control queue: they pause the peer when they go, and a refresh
-// period shorter than a PFC frame's wire time would otherwise queue frames
-// faster than the port sends them, without bound. (Anything else waiting
-// there, an XON for another PG or a link-state advertisement, does not
-// count: the refresh goes.)
+// to be sent: they pause the peer when they go, and a refresh period
+// shorter than a PFC frame's wire time would otherwise queue frames faster
+// than the port sends them, without bound. (An XON for another PG waiting
+// does not count: the refresh goes.)
 func (s *Switch) refreshXoff(p *port) {
 	if p.xoffPrios == 0 {
 		return
@@ -85,9 +84,9 @@ func (s *Switch) refreshXoff(p *port) {
 	p.refreshTimer.Reset(s.clk.Now() + s.refreshPeriod(p))
 }
 
-// ctrlSent notes a control frame leaving p: the priorities an XOFF in it
+// pfcSent notes a PFC frame leaving p: the priorities an XOFF in it
 // paused are no longer queued (refreshXoff).
-func (s *Switch) ctrlSent(p *port, f *frame.Frame) {
+func (s *Switch) pfcSent(p *port, f *frame.Frame) {
 	var mc wire.MACControl
 	if p.xoffQueued == 0 || wire.DecodeMACControl(f.Data, &mc) != nil {
 		return
@@ -99,8 +98,10 @@ func (s *Switch) ctrlSent(p *port, f *frame.Frame) {
 	}
 }
 
-// sendPFC queues one PFC frame on p's control queue: enable bits for prios,
-// quanta for each (0 = XON).
+// sendPFC queues one PFC frame on p's PFC queue, which goes before any
+// other frame (a burst of link-state advertisements must not delay an
+// XOFF the headroom counts on): enable bits for prios, quanta for each
+// (0 = XON).
 func (s *Switch) sendPFC(p *port, prios uint8, quanta uint16) {
 	if !p.up {
 		return
@@ -121,7 +122,7 @@ func (s *Switch) sendPFC(p *port, prios uint8, quanta uint16) {
 		p.xoffQueued |= prios
 	}
 	p.c.TxPauseCtrlPhy++
-	p.ctrl.push(f)
+	p.pfcq.push(f)
 	s.tryTx(p)
 }
 

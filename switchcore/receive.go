@@ -46,6 +46,13 @@ func (s *Switch) Receive(port int, f *frame.Frame) {
 		// The switches' own, on their link-local address; any other
 		// frame of the local experimental EtherType is forwarded.
 		if l2.Dst == wire.LinkStateDst {
+			if f.Corrupt {
+				// It ends here: the frame check applies whatever the
+				// cut-through, and a corrupt copy, stored, would hide
+				// the good one behind the same sequence number.
+				s.drop(p, -1, f, DropFCSError)
+				return
+			}
 			s.receiveLinkState(p, f)
 			return
 		}

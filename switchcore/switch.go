@@ -45,7 +45,8 @@ type port struct {
 	pg [NumPriorities]pgState // ingress priority groups
 	eq [NumPriorities]egressQueue
 
-	ctrl fifo // PFC frames, VL15 packets: sent before any data
+	pfcq fifo // PFC frames: sent before anything else, a link-state advertisement included
+	ctrl fifo // link-state advertisements, VL15 packets: sent before any data
 
 	busyUntil clock.Time // tail time of the frame on the wire
 	txTimer   clock.Timer
@@ -295,12 +296,10 @@ func (s *Switch) setPortUp(p *port, port int, up bool) {
 		s.endPause(p, q, now)
 	}
 	s.endGlobalPause(p, now)
-	for {
-		f := p.ctrl.pop()
-		if f == nil {
-			break
+	for _, q := range []*fifo{&p.pfcq, &p.ctrl} {
+		for f := q.pop(); f != nil; f = q.pop() {
+			f.Put()
 		}
-		f.Put()
 	}
 	p.xoffQueued = 0
 	p.txTimer.Stop()
