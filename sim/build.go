@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/netip"
+	"strings"
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
@@ -255,9 +256,7 @@ func sizeBuiltinHeadroom(cfg *switchcore.Config, n *lab.Node) {
 		if lp.Link == nil {
 			continue
 		}
-		// A metre of cable is 5 ns one way (the built-in's 300 m is 1.5 us).
-		cable := max(300, int(lp.Link.Delay/(5*clock.Nanosecond)))
-		xoff := switchcore.LosslessHeadroom(pc.Speed, cable, pc.MTU+18)
+		xoff, cable := BuiltinHeadroom(pc.Speed, lp.Link.Delay, pc.MTU)
 		if xoff <= base.Xoff {
 			continue
 		}
@@ -273,6 +272,34 @@ func sizeBuiltinHeadroom(cfg *switchcore.Config, n *lab.Node) {
 			}
 		}
 	}
+}
+
+// BuiltinHeadroom is the lossless headroom (xoff, bytes) the built-in
+// profile gives a port of speed whose link has the one-way delay and the
+// L3 MTU, and the cable length in metres it stands for (5 ns a metre, at
+// least the built-in's 300 m).
+func BuiltinHeadroom(speed uint64, delay clock.Time, mtu int) (xoff, cable int) {
+	cable = max(300, int(delay/(5*clock.Nanosecond)))
+	return switchcore.LosslessHeadroom(speed, cable, mtu+18), cable
+}
+
+// BuiltinHeadroomPGs is the PGs of a switch port whose headroom the
+// built-in sizing decides (the file does not define pg_lossless_profile,
+// and the PG is bound to it or to the per-link profile made from it): a
+// run-time change of the port's speed or delay re-sizes them, as SONiC's
+// buffer manager does.
+func BuiltinHeadroomPGs(cfg *switchcore.Config, n *lab.Node, port int) uint8 {
+	if n.QoS != nil && n.QoS.BufferProfiles[switchcore.LosslessPGProfile] != nil {
+		return 0
+	}
+	var m uint8
+	for pg, name := range cfg.Ports[port].BufferPG {
+		own := n.QoS != nil && n.QoS.BufferProfiles[name] != nil
+		if !own && (name == switchcore.LosslessPGProfile || strings.HasPrefix(name, "pg_lossless_") && strings.HasSuffix(name, "m_profile")) {
+			m |= 1 << pg
+		}
+	}
+	return m
 }
 
 func applyIB(c *switchcore.IBConfig, ibc *lab.IBConfig) {

@@ -14,6 +14,8 @@ import (
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
+	"github.com/emufabric/emufabric/sim"
+	"github.com/emufabric/emufabric/switchcore"
 )
 
 // The control protocol: newline-delimited JSON over a unix stream socket
@@ -414,6 +416,9 @@ func (d *Daemon) link(req *Request) Response {
 			p.in.SetDelay(delay)
 		}
 	}
+	if req.Rate != "" || req.Delay != "" {
+		d.resizeHeadroom(p)
+	}
 	if req.Loss != nil {
 		p.loss = *req.Loss
 	}
@@ -499,4 +504,29 @@ func (d *Daemon) handleCapture(c net.Conn, br *bufio.Reader, enc *json.Encoder, 
 			d.log.Printf("capture %v: %v", names, err)
 		}
 	}
+}
+
+// resizeHeadroom gives the port's lossless PGs the headroom of its link
+// as it is now, after a run-time change of rate or delay, as SONiC's
+// buffer manager makes a new lossless profile when a port's speed or cable
+// length changes: sized for the lab file's link, a faster or longer one
+// overflowed it. Only the PGs the built-in sizing decides; a lab file's own
+// profile is left as written.
+func (d *Daemon) resizeHeadroom(p *swPort) {
+	if p.autoPGs == 0 || d.ib {
+		return
+	}
+	mtu := 0
+	if l := d.node.Ports[p.idx].Link; l != nil {
+		mtu = l.MTU
+	}
+	xoff, _ := sim.BuiltinHeadroom(p.speed, p.delay, mtu)
+	for pg := range switchcore.NumPriorities {
+		if p.autoPGs&(1<<pg) != 0 {
+			if err := d.sw.SetPGHeadroom(p.idx, pg, xoff); err != nil {
+				d.log.Printf("port %s: headroom: %v", p.name, err)
+			}
+		}
+	}
+	d.log.Printf("port %s: lossless headroom %d bytes for %s and %v", p.name, xoff, lab.FormatRate(p.speed), p.delay)
 }

@@ -194,7 +194,8 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 	}
 	for i, lp := range d.node.Ports {
 		p := &swPort{d: d, idx: i, name: lp.Name, bind: binds[lp.Name], adminUp: true, speed: d.sw.PortSpeed(i),
-			noFloodFlag: noFlood[lp.Name], noFlood: noFlood[lp.Name] || slices.Contains(tree[d.node], lp.Name)}
+			noFloodFlag: noFlood[lp.Name], noFlood: noFlood[lp.Name] || slices.Contains(tree[d.node], lp.Name),
+			autoPGs: sim.BuiltinHeadroomPGs(cfg, d.node, i)}
 		p.rate = p.speed
 		if lp.Link != nil {
 			p.delay, p.loss, p.corrupt = lp.Link.Delay, lp.Link.Loss, lp.Link.Corrupt

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/rt"
+	"github.com/emufabric/emufabric/sim"
 	"github.com/emufabric/emufabric/wire"
 	"github.com/emufabric/emufabric/wire/capture"
 )
@@ -734,5 +736,31 @@ func TestLinkStateNote(t *testing.T) {
 	}
 	if got := linkStateNote(b[:20], "received"); got != "malformed link-state advertisement received" {
 		t.Errorf("truncated: %q", got)
+	}
+}
+
+// TestLinkSetResizesHeadroom: a rate or delay set at run time gives the
+// port's lossless PGs the headroom of the link as it is now (SONiC's buffer
+// manager makes a new profile when a port's speed or cable changes): at
+// 400G with 10 us of delay the built-in's 300 m headroom would overflow.
+func TestLinkSetResizesHeadroom(t *testing.T) {
+	td := startTestDaemon(t, true)
+	xoff := func() (p1, p2 int) {
+		td.d.onLoop(func() { p1, p2 = td.d.sw.PGXoff(0, 3), td.d.sw.PGXoff(1, 3) })
+		return
+	}
+	before1, before2 := xoff()
+	var st StatusResponse
+	td.call(t, Request{Op: "link", Port: "p2", Rate: "400G", Delay: "10us"}, &st)
+	if !st.OK {
+		t.Fatalf("link set: %+v", st)
+	}
+	after1, after2 := xoff()
+	want, _ := sim.BuiltinHeadroom(400e9, 10*clock.Microsecond, 1500)
+	if after2 != want || after2 <= before2 {
+		t.Errorf("p2's PG 3 headroom %d bytes after 400G and 10 us (%d before), want %d", after2, before2, want)
+	}
+	if after1 != before1 {
+		t.Errorf("p1's headroom changed: %d -> %d", before1, after1)
 	}
 }

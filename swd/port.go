@@ -36,6 +36,9 @@ type swPort struct {
 	noFlood bool
 	// noFloodFlag is --no-flood: out of flooding whatever the tree.
 	noFloodFlag bool
+	// autoPGs are the lossless PGs whose headroom the built-in sizing
+	// decides: a new rate or delay re-sizes them (sim.BuiltinHeadroomPGs).
+	autoPGs uint8
 
 	tr  *rt.Port // current transport port, nil while not connected
 	tap *rt.TAP

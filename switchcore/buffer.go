@@ -1,6 +1,8 @@
 package switchcore
 
 import (
+	"fmt"
+
 	"github.com/emufabric/emufabric/frame"
 )
 
@@ -119,6 +121,33 @@ func (s *Switch) initPG(p *port, pg int) error {
 	}
 	g.lossless = g.prof.Lossless() && g.prios != 0
 	return nil
+}
+
+// SetPGHeadroom sets the headroom (xoff, bytes) of a lossless ingress PG,
+// as a buffer manager re-sizes a port's lossless profile when its speed
+// or cable changes: the PG gets its own copy of its profile. Frames
+// already in the headroom stay; a smaller one counts the excess as
+// headroom overflow when the next frame arrives.
+func (s *Switch) SetPGHeadroom(port, pg, xoff int) error {
+	if port < 0 || port >= len(s.ports) || pg < 0 || pg >= NumPriorities {
+		return fmt.Errorf("switchcore: no PG %d on port %d", pg, port)
+	}
+	g := &s.ports[port].pg[pg]
+	if g.prof == nil || !g.prof.Lossless() {
+		return fmt.Errorf("switchcore: port %s PG %d is not lossless", s.ports[port].cfg.Name, pg)
+	}
+	cp := *g.prof
+	cp.Xoff = xoff
+	g.prof = &cp
+	return nil
+}
+
+// PGXoff is the headroom (xoff, bytes) of an ingress PG, 0 for a lossy one.
+func (s *Switch) PGXoff(port, pg int) int {
+	if g := &s.ports[port].pg[pg]; g.prof != nil {
+		return g.prof.Xoff
+	}
+	return 0
 }
 
 // admit accounts f (already classified: f.PG, f.Priority) into its ingress
