@@ -230,3 +230,38 @@ func FuzzNsParseStat(f *testing.F) {
 		}
 	})
 }
+
+// TestTeardownLeavesAnotherLabsNamespace: a lab's record names a
+// namespace that another lab of the same name, under another state
+// directory, now owns (this lab's went with a reboot or by hand, and the
+// name was taken again): tearing the first down leaves it alone. The test
+// helper's sweep of a dead test's lab destroyed a CLI lab this way (a
+// chaos test).
+func TestTeardownLeavesAnotherLabsNamespace(t *testing.T) {
+	SkipUnlessRoot(t)
+	const lab = "pteardown"
+	ns := NamespacePrefix + lab + "-sw1"
+	dead, live := t.TempDir(), t.TempDir()
+	s, err := OpenState(dead, lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	n, err := CreateNamespace(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { DeleteNamespace(ns) })
+	if err := n.MarkOwner(filepath.Join(absRoot(live), lab)); err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	if err := s.Teardown(time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !NamespaceExists(ns) {
+		t.Error("the other lab's namespace was deleted")
+	}
+}

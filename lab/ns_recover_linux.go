@@ -39,9 +39,13 @@ func (s *State) recoverLeftovers() (namespaces, procs int) {
 	} else if have == 0 {
 		found = prefixNamespaces(s.Root, s.Lab)
 	}
+	own := filepath.Join(absRoot(s.Root), s.Lab)
 	for _, ns := range found {
 		if nsCheckFileName(ns) != nil || !NamespaceExists(ns) {
 			continue
+		}
+		if o := namespaceOwner(ns); o != "" && o != own {
+			continue // another lab's, of the same name (Teardown)
 		}
 		s.mu.Lock()
 		if !slices.Contains(s.rec.Namespaces, ns) {

@@ -78,6 +78,17 @@ func (s *State) Teardown(grace time.Duration) error {
 		}
 	}
 
+	// A namespace of the record that another lab now owns (this lab's
+	// went, by hand or with a reboot, and a lab of the same name was
+	// brought up under another state directory) is that lab's: forgotten,
+	// not emptied or deleted.
+	own := filepath.Join(absRoot(s.Root), s.Lab)
+	for _, ns := range s.Namespaces() {
+		if o := namespaceOwner(ns); o != "" && o != own {
+			s.forgetNamespace(ns)
+		}
+	}
+
 	// 2. Anything else inside the namespaces (shells from `exec`, a
 	// daemon that was started but not recorded, a daemon's children).
 	for _, ns := range s.Namespaces() {
