@@ -99,6 +99,12 @@ func SetLink(control string, c LinkChange, timeout time.Duration) (json.RawMessa
 	}{"link", c}
 	var raw json.RawMessage
 	if err := ControlRequest(control, req, &raw, timeout); err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			// The request was sent: a daemon that was only slow (stopped,
+			// loaded) still applies it when it reads it.
+			return nil, fmt.Errorf("%w (the daemon got the request and may still apply it: `emulab status` shows the link as it is)", err)
+		}
 		return nil, err
 	}
 	return raw, nil

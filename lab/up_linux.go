@@ -339,14 +339,36 @@ func isReadable(p string) error {
 // waitReady waits until every daemon printed "ready" on its log, or one
 // exited, or the deadline passed.
 func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, timeout time.Duration, say func(string, ...any)) error {
-	pending := plan.daemons()
+	all := plan.daemons()
+	pending := slices.Clone(all)
 	say("waiting for %d daemon(s) to print ready", len(pending))
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
+	// died names a daemon, ready or not, that has exited: the lab cannot
+	// come up, and the ones still waiting may be waiting for it.
+	died := func() error {
+		for _, pn := range all {
+			p := l.procs[pn.node.Name]
+			select {
+			case <-p.Done():
+				logPath, _ := l.State.LogPath(pn.daemon.name)
+				when := "before it was ready"
+				if ready, _ := logSaysReady(logPath); ready {
+					when = "after it was ready, while the lab came up"
+				}
+				return fmt.Errorf("node %s: %s exited %s (%v); log %s:\n%s",
+					pn.node.Name, pn.daemon.binary, when, p.Wait(), logPath, logTail(logPath, 10))
+			default:
+			}
+		}
+		return nil
+	}
 	for len(pending) > 0 {
+		if err := died(); err != nil {
+			return err
+		}
 		rest := pending[:0]
 		for _, pn := range pending {
-			p := l.procs[pn.node.Name]
 			logPath, _ := l.State.LogPath(pn.daemon.name)
 			ready, err := logSaysReady(logPath)
 			if err != nil {
@@ -354,12 +376,6 @@ func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, t
 			}
 			if ready {
 				continue
-			}
-			select {
-			case <-p.Done():
-				return fmt.Errorf("node %s: %s exited before it was ready (%v); log %s:\n%s",
-					pn.node.Name, pn.daemon.binary, p.Wait(), logPath, logTail(logPath, 10))
-			default:
 			}
 			rest = append(rest, pn)
 		}
@@ -383,6 +399,9 @@ func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, t
 			return ctx.Err()
 		case <-tick.C:
 		}
+	}
+	if err := died(); err != nil {
+		return err
 	}
 	say("all daemons ready")
 	return nil
@@ -634,6 +653,10 @@ func readRecord(root, name string) (*nsRecord, error) {
 	}
 	return &r, nil
 }
+
+// DownCommand is the emulab command that takes lab name down under the
+// state root, for hints (downCommand).
+func DownCommand(root, name string) string { return downCommand(root, name) }
 
 // downCommand is the emulab command that takes lab name down, for hints:
 // with the state directory when it is not the default.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -110,7 +111,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 		}
 	}
 	if dead > 0 && st.Info != nil {
-		state = fmt.Sprintf("up, %d daemon%s dead (its links are down; `emulab down %s` and up again)", dead, livePlural(dead), st.Name)
+		state = fmt.Sprintf("up, %d daemon%s dead (its links are down; `%s` and up again)", dead, livePlural(dead), lab.DownCommand(filepath.Dir(st.Dir), st.Name))
 	}
 	fmt.Fprintf(w, "lab %s: %s; state %s\n", st.Name, state, st.Dir)
 	if st.Info != nil {
