@@ -130,7 +130,13 @@ func (d *Daemon) writeCapture(c io.Writer, rest io.Reader, s *capSub) error {
 			if len(r.data) == wire.IBLinkSize {
 				t = capture.ERFTypeInfiniBandLink
 			}
-			return w.WriteERF(id, r.at, t, 0, r.data, comment)
+			// The ERF interface is the direction, as emuswitch writes it
+			// (Wireshark's erf.flags.cap): 0 received, 1 sent.
+			dir := uint8(0)
+			if r.tx {
+				dir = 1
+			}
+			return w.WriteERF(id, r.at, t, dir, r.data, comment)
 		}
 		return w.WritePacket(id, r.at, r.data, comment)
 	}

@@ -143,7 +143,10 @@ type heldRecord struct {
 }
 
 func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts time.Time) {
-	important := !d.ib && (isMACControl(data) || isLinkState(data)) || strings.Contains(comment, ": ")
+	// Control frames (PFC, advertisements; IB flow control) have a queue of
+	// their own, which data does not fill: noted data frames (an ECN mark)
+	// filled it and crowded out the PFC frames, every XON of an incast.
+	important := !d.ib && (isMACControl(data) || isLinkState(data)) || d.ib && isIBLink(data)
 	for _, s := range p.caps {
 		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment, dropped: s.dropped[p.idx]}
 		s.recv[r.iface].Add(1)
@@ -256,7 +259,7 @@ func (d *Daemon) trace(ev switchcore.TraceEvent) {
 			if d.ib {
 				d.curNote = joinNote(d.curNote, fmt.Sprintf("the peer sent beyond the credit %s advertised on VL %d (%d blocks over; kept, IB never drops)", pname, ev.Prio, ev.Bytes))
 			} else {
-				d.curNote = joinNote(d.curNote, fmt.Sprintf("lossless PG %d beyond its xoff headroom on %s (configuration error)", ev.Prio, pname))
+				d.curNote = joinNote(d.curNote, fmt.Sprintf("lossless PG %d admitted beyond its xoff headroom on %s (the peer kept sending after XOFF: headroom too small for the link, or the XOFF late)", ev.Prio, pname))
 			}
 		}
 	case switchcore.TracePFCWDStorm, switchcore.TracePFCWDRestore:
@@ -376,31 +379,57 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 	if err := ng.Flush(); err != nil {
 		return err
 	}
+	// Records come in time order on each queue; control frames have their
+	// own, so that data does not crowd them out. The two are merged by
+	// time, as the engine saw them: taking control frames first put them
+	// out of order, up to 100 ms before the data around them.
+	var heads [2]*capRecord // ctl, ch
+	queues := [2]chan capRecord{s.ctl, s.ch}
+	closed := false
+	take := func(i int, r capRecord, ok bool) {
+		if !ok {
+			closed = true
+			return
+		}
+		heads[i] = &r
+	}
 	for {
-		var r capRecord
-		var ok bool
-		select {
-		case r, ok = <-s.ctl: // control frames first: they are never dropped for data
-		default:
-			select {
-			case r, ok = <-s.ctl:
-			case r, ok = <-s.ch:
-			case <-d.quit:
-				return d.finishCapture(ng, s)
+		for i, q := range queues {
+			if heads[i] == nil && !closed {
+				select {
+				case r, ok := <-q:
+					take(i, r, ok)
+				default:
+				}
 			}
 		}
-		if !ok {
-			return d.finishCapture(ng, s)
-		}
-		if err := d.writeRecord(ng, s, r); err != nil {
-			return err
-		}
-		// Flush when the queue is drained: a live viewer sees every frame
-		// promptly, a busy capture still writes in large chunks.
-		if len(s.ch) == 0 && len(s.ctl) == 0 {
+		if heads[0] == nil && heads[1] == nil {
+			if closed {
+				return d.finishCapture(ng, s)
+			}
+			// Drained: a live viewer sees every frame promptly, a busy
+			// capture still writes in large chunks.
 			if err := ng.Flush(); err != nil {
 				return err
 			}
+			select {
+			case r, ok := <-s.ctl:
+				take(0, r, ok)
+			case r, ok := <-s.ch:
+				take(1, r, ok)
+			case <-d.quit:
+				return d.finishCapture(ng, s)
+			}
+			continue
+		}
+		i := 0
+		if heads[0] == nil || heads[1] != nil && heads[1].ts.Before(heads[0].ts) {
+			i = 1
+		}
+		r := *heads[i]
+		heads[i] = nil
+		if err := d.writeRecord(ng, s, r); err != nil {
+			return err
 		}
 	}
 }

@@ -764,3 +764,45 @@ func TestLinkSetResizesHeadroom(t *testing.T) {
 		t.Errorf("p1's headroom changed: %d -> %d", before1, after1)
 	}
 }
+
+// TestCaptureMergesControlInTimeOrder: control frames have a queue of
+// their own (data must not crowd them out), and the writer merges the two
+// by time: it wrote every queued control frame first, up to 100 ms ahead
+// of the data around it (a teacher's capture of an incast).
+func TestCaptureMergesControlInTimeOrder(t *testing.T) {
+	td := startTestDaemon(t, true)
+	s := newCaptureSub([]int{0}, false)
+	s.ch = make(chan capRecord, 1) // full after one record: the PFC frame goes to the control queue
+	data := udpFrame(64, 0)
+	pfc := make([]byte, wire.MACControlFrameSize)
+	wire.EncodePFC(pfc, wire.MAC{2}, 1<<3, &[8]uint16{3: 0xFFFF})
+	t0 := time.Now()
+	td.d.onLoop(func() {
+		p := td.d.ports[0]
+		p.caps = append(p.caps, s)
+		td.d.emit(p, capDir(0), data, "rx 1", t0)
+		td.d.emit(p, capDir(1), pfc, "PFC", t0.Add(time.Millisecond))
+		td.d.emit(p, capDir(0), data, "rx 2", t0.Add(2*time.Millisecond))
+		p.caps = p.caps[:len(p.caps)-1]
+		close(s.ch)
+	})
+	if len(s.ctl) != 1 {
+		t.Fatalf("%d records in the control queue, want the PFC frame", len(s.ctl))
+	}
+	var buf bytes.Buffer
+	if err := td.d.streamCapture(&buf, s, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var rec capture.Record
+	for r.Next(&rec) == nil {
+		got = append(got, rec.Comment)
+	}
+	if strings.Join(got, ", ") != "rx 1, PFC; 1 frames before this one not captured (slow reader)" && strings.Join(got, ", ") != "rx 1, PFC" {
+		t.Errorf("records in the order %q, want rx 1 then the PFC frame (rx 2 lost: the data queue was full)", got)
+	}
+}
