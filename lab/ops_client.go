@@ -144,7 +144,7 @@ type CaptureStream struct {
 // port). Connecting and the answer are bounded by timeout; the stream
 // that follows is not.
 func OpenCapture(control string, ports []string, timeout time.Duration) (*CaptureStream, error) {
-	c, err := net.DialTimeout("unix", control, timeout)
+	c, err := dialControl(control, timeout)
 	if err != nil {
 		return nil, err
 	}

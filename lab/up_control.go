@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"syscall"
 	"time"
 )
 
@@ -15,7 +17,7 @@ import (
 // carrying the daemon's "error" text. The whole exchange is bounded by
 // timeout.
 func ControlRequest(path string, req, resp any, timeout time.Duration) error {
-	c, err := net.DialTimeout("unix", path, timeout)
+	c, err := dialControl(path, timeout)
 	if err != nil {
 		return err
 	}
@@ -161,4 +163,15 @@ func wireWords(rate, delay string, loss, corrupt float64) string {
 		w += fmt.Sprintf(", corrupt %g", corrupt)
 	}
 	return w
+}
+
+// dialControl connects to a daemon's control socket. A socket nobody
+// listens on is a daemon that is not running (killed, or crashed), and
+// the error says so rather than "connection refused".
+func dialControl(path string, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("unix", path, timeout)
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no daemon listens there: it is not running (`emulab status` shows which is dead)", err)
+	}
+	return c, err
 }
