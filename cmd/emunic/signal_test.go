@@ -6,11 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/emufabric/emufabric/internal/daemontest"
 )
 
 // TestSignalWhileDialling: SIGTERM while the seqpacket-dial port waits for
@@ -19,69 +20,27 @@ import (
 // control socket is created only after the link is bound). No root needed
 // (no TAP).
 func TestSignalWhileDialling(t *testing.T) {
+	bin := daemontest.Build(t, "emunic")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "emunic")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	sockDir := filepath.Join(dir, "sock")
 	if err := os.Mkdir(sockDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "log")
-	cmd := exec.Command(bin, "--lab", writeLab(t), "--node", "h1",
+	p := daemontest.Start(t, "emunic", exec.Command(bin, "--lab", writeLab(t), "--node", "h1",
 		"--port", "seqpacket-dial:"+filepath.Join(sockDir, "nobody.sock"),
-		"--control", filepath.Join(sockDir, "ctl.sock"), "--log", logPath)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// done is closed when the process has exited, with its status in
-	// waitErr.
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-
+		"--control", filepath.Join(sockDir, "ctl.sock"), "--log", logPath), logPath)
 	// The daemon logs before it starts dialling; the signal handler is
 	// installed by then.
-	giveUp := time.After(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if bytes.Contains(b, []byte(": dialling")) {
-			break
-		}
-		select {
-		case <-done:
-			t.Fatalf("emunic exited before dialling: %v\n%s", waitErr, b)
-		case <-giveUp:
-			t.Fatalf("emunic did not log that it dials within 30 s:\n%s", b)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	p.WaitLog(t, ": dialling")
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-done:
-		if waitErr != nil {
-			b, _ := os.ReadFile(logPath)
-			t.Errorf("exit after SIGTERM: %v (want status 0)\n%s", waitErr, b)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running 10 s after SIGTERM while dialling")
+	if err := p.WaitExit(t, 10*time.Second, "SIGTERM while dialling"); err != nil {
+		t.Errorf("exit after SIGTERM: %v (want status 0)\n%s", err, p.Log())
 	}
-	if stdout.Len() != 0 {
-		t.Errorf("printed %q: it never was ready", stdout.String())
+	if p.Stdout.Len() != 0 {
+		t.Errorf("printed %q: it never was ready", p.Stdout.String())
 	}
 	ents, err := os.ReadDir(sockDir)
 	if err != nil {
@@ -98,61 +57,25 @@ func TestSignalWhileDialling(t *testing.T) {
 // so a test binary that dies without its cleanups does not leave the
 // lab's NICs running.
 func TestExitWithPidWhileDialling(t *testing.T) {
+	bin := daemontest.Build(t, "emunic")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "emunic")
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	owner := exec.Command("sleep", "60")
 	if err := owner.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { owner.Process.Kill(); owner.Wait() }()
 	logPath := filepath.Join(dir, "log")
-	cmd := exec.Command(bin, "--lab", writeLab(t), "--node", "h1",
+	p := daemontest.Start(t, "emunic", exec.Command(bin, "--lab", writeLab(t), "--node", "h1",
 		"--port", "seqpacket-dial:"+filepath.Join(dir, "nobody.sock"),
 		"--control", filepath.Join(dir, "ctl.sock"), "--log", logPath,
-		"--exit-with-pid", strconv.Itoa(owner.Process.Pid))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	giveUp := time.After(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if bytes.Contains(b, []byte(": dialling")) {
-			break
-		}
-		select {
-		case <-done:
-			t.Fatalf("emunic exited before dialling: %v\n%s", waitErr, b)
-		case <-giveUp:
-			t.Fatalf("emunic did not log that it dials within 30 s:\n%s", b)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+		"--exit-with-pid", strconv.Itoa(owner.Process.Pid)), logPath)
+	p.WaitLog(t, ": dialling")
 	if err := owner.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	owner.Wait()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running 10 s after the --exit-with-pid process exited")
-	}
-	b, _ := os.ReadFile(logPath)
-	if waitErr != nil || !bytes.Contains(b, []byte(fmt.Sprintf("pid %d: the process of --exit-with-pid exited while starting", owner.Process.Pid))) {
-		t.Errorf("exit %v, want status 0 and the reason in the log:\n%s", waitErr, b)
+	err := p.WaitExit(t, 10*time.Second, "the --exit-with-pid process exited")
+	if b := p.Log(); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf("pid %d: the process of --exit-with-pid exited while starting", owner.Process.Pid))) {
+		t.Errorf("exit %v, want status 0 and the reason in the log:\n%s", err, b)
 	}
 }

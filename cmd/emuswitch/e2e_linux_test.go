@@ -12,13 +12,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/emufabric/emufabric/internal/daemontest"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/swd"
 	"github.com/emufabric/emufabric/wire"
@@ -214,21 +214,7 @@ func needTool(t *testing.T, name string) string {
 }
 
 // buildDaemon builds this package's binary into a temporary directory.
-func buildDaemon(t *testing.T) string {
-	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go toolchain to build emuswitch: %v", err)
-		}
-	}
-	bin := filepath.Join(t.TempDir(), "emuswitch")
-	out, err := exec.Command(goBin, "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
+func buildDaemon(t *testing.T) string { return daemontest.Build(t, "emuswitch") }
 
 func waitReady(t *testing.T, proc *lab.Proc, logPath string) {
 	t.Helper()

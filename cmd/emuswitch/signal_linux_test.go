@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/emufabric/emufabric/internal/daemontest"
 )
 
 // TestSignalWhileDialling: SIGTERM while a seqpacket-dial port waits for a
@@ -40,60 +41,22 @@ topology:
 	}
 	listen, nobody, ctl := filepath.Join(sockDir, "p1.sock"), filepath.Join(sockDir, "nobody.sock"), filepath.Join(sockDir, "ctl.sock")
 	logPath := filepath.Join(dir, "log")
-	cmd := exec.Command(bin, "--lab", labFile, "--node", "sw1", "--control", ctl, "--log", logPath,
-		"--port", "p1=seqpacket-listen:"+listen, "--port", "p2=seqpacket-dial:"+nobody)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// done is closed when the process has exited, with its status in
-	// waitErr.
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-
+	p := daemontest.Start(t, "emuswitch", exec.Command(bin, "--lab", labFile, "--node", "sw1", "--control", ctl, "--log", logPath,
+		"--port", "p1=seqpacket-listen:"+listen, "--port", "p2=seqpacket-dial:"+nobody), logPath)
 	// The daemon logs before it starts dialling; by then the listening
 	// port's socket exists and the signal handler is installed.
-	giveUp := time.After(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if bytes.Contains(b, []byte("port p2: dialling")) {
-			break
-		}
-		select {
-		case <-done:
-			t.Fatalf("emuswitch exited before dialling: %v\n%s", waitErr, b)
-		case <-giveUp:
-			t.Fatalf("emuswitch did not log that it dials within 30 s:\n%s", b)
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	p.WaitLog(t, "port p2: dialling")
 	if _, err := os.Stat(listen); err != nil {
 		t.Fatalf("listening socket before the signal: %v", err)
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-done:
-		if waitErr != nil {
-			b, _ := os.ReadFile(logPath)
-			t.Errorf("exit after SIGTERM: %v (want status 0)\n%s", waitErr, b)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running 10 s after SIGTERM while dialling")
+	if err := p.WaitExit(t, 10*time.Second, "SIGTERM while dialling"); err != nil {
+		t.Errorf("exit after SIGTERM: %v (want status 0)\n%s", err, p.Log())
 	}
-	if stdout.Len() != 0 {
-		t.Errorf("printed %q: it never was ready", stdout.String())
+	if p.Stdout.Len() != 0 {
+		t.Errorf("printed %q: it never was ready", p.Stdout.String())
 	}
 	ents, err := os.ReadDir(sockDir)
 	if err != nil {
@@ -133,51 +96,20 @@ topology:
 		t.Fatal(err)
 	}
 	logPath := filepath.Join(dir, "log")
-	cmd := exec.Command(bin, "--lab", labFile, "--node", "sw1", "--control", filepath.Join(sockDir, "ctl.sock"), "--log", logPath,
-		"--port", "p1=seqpacket-listen:"+filepath.Join(sockDir, "p1.sock"), "--exit-with-pid", strconv.Itoa(owner.Process.Pid))
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	ready := make(chan bool, 1)
-	go func() {
-		b := make([]byte, 64)
-		n, _ := io.ReadAtLeast(stdout, b, len("ready\n"))
-		ready <- string(b[:n]) == "ready\n"
-		io.Copy(io.Discard, stdout)
-		waitErr = cmd.Wait()
-		close(done)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-done:
-		default:
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	if ok := <-ready; !ok {
-		b, _ := os.ReadFile(logPath)
-		t.Fatalf("emuswitch did not print ready:\n%s", b)
-	}
+	p := daemontest.Start(t, "emuswitch", exec.Command(bin, "--lab", labFile, "--node", "sw1", "--control", filepath.Join(sockDir, "ctl.sock"), "--log", logPath,
+		"--port", "p1=seqpacket-listen:"+filepath.Join(sockDir, "p1.sock"), "--exit-with-pid", strconv.Itoa(owner.Process.Pid)), logPath)
+	p.WaitLog(t, "ready")
 
 	if err := owner.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	owner.Wait()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("still running 10 s after the --exit-with-pid process exited")
+	err := p.WaitExit(t, 10*time.Second, "the --exit-with-pid process exited")
+	if b := p.Log(); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf("pid %d: the process of --exit-with-pid exited: shutting down", owner.Process.Pid))) {
+		t.Errorf("exit %v, want status 0 and the reason in the log:\n%s", err, b)
 	}
-	b, _ := os.ReadFile(logPath)
-	if waitErr != nil || !bytes.Contains(b, []byte(fmt.Sprintf("pid %d: the process of --exit-with-pid exited: shutting down", owner.Process.Pid))) {
-		t.Errorf("exit %v, want status 0 and the reason in the log:\n%s", waitErr, b)
+	if !strings.HasPrefix(p.Stdout.String(), "ready") {
+		t.Errorf("printed %q, want ready first", p.Stdout.String())
 	}
 	ents, err := os.ReadDir(sockDir)
 	if err != nil {
