@@ -143,7 +143,7 @@ func (d *Daemon) attachLink(link rt.Link) error {
 	d.linkPort = p
 	d.mu.Lock()
 	if d.pubLink != nil {
-		d.linkBase.add(d.pubLink)
+		d.linkBase.Add(d.pubLink)
 	}
 	d.pubLink = p
 	d.mu.Unlock()
@@ -275,35 +275,9 @@ func (d *Daemon) syncCarrier() {
 	}
 }
 
-// linkStats are a link port's transport counters (rt.PortCounters and
-// its link's waits) as plain numbers, as emuswitch's trStats.
-type linkStats struct {
-	RxFrames, RxBytes, TxFrames, TxBytes uint64
-	TxDirect, TxQueueDrops, TxErrors     uint64
-	RxTooLarge, RxLinkErrors             uint64
-	RxSleeps, TxFull                     uint64
-	waiter                               bool // some link had rings (rt.Waiter)
-}
-
-// add adds the counters of link port p.
-func (s *linkStats) add(p *rt.Port) {
-	c := &p.Counters
-	s.RxFrames += c.RxFrames.Load()
-	s.RxBytes += c.RxBytes.Load()
-	s.TxFrames += c.TxFrames.Load()
-	s.TxBytes += c.TxBytes.Load()
-	s.TxDirect += c.TxDirect.Load()
-	s.TxQueueDrops += c.TxQueueDrops.Load()
-	s.TxErrors += c.TxErrors.Load()
-	s.RxTooLarge += c.RxTooLarge.Load()
-	s.RxLinkErrors += c.RxLinkErrors.Load()
-	if w, ok := p.Link().(rt.Waiter); ok {
-		rx, tx := w.Waits()
-		s.RxSleeps += rx
-		s.TxFull += tx
-		s.waiter = true
-	}
-}
+// linkStats are the link's transport counters, over the ports it had
+// (as emuswitch's trStats).
+type linkStats = rt.PortTotals
 
 // linkCounters are the link's transport counters since the daemon
 // started: those of the links it had before (linkBase) plus the current
@@ -313,7 +287,7 @@ func (d *Daemon) linkCounters() (s linkStats, ok bool) {
 	defer d.mu.Unlock()
 	s = d.linkBase
 	if d.pubLink != nil {
-		s.add(d.pubLink)
+		s.Add(d.pubLink)
 	}
 	return s, d.pubLink != nil
 }

@@ -204,7 +204,7 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		m["link_tx_errors"] = c.TxErrors
 		m["link_rx_too_large"] = c.RxTooLarge
 		m["link_rx_link_errors"] = c.RxLinkErrors
-		if c.waiter {
+		if c.Rings {
 			m["link_rx_ring_sleeps"], m["link_tx_ring_full"] = c.RxSleeps, c.TxFull
 		}
 	}

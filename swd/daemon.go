@@ -563,7 +563,7 @@ func (d *Daemon) waitGone(p *swPort, tp *rt.Port) bool {
 	tp.Close()
 	return d.loop.Post(func() {
 		if p.tr == tp {
-			p.trBase.add(tp)
+			p.trBase.Add(tp)
 			p.tr = nil
 			p.resetHold()
 			p.connected = false

@@ -96,38 +96,14 @@ type portStats struct {
 	FloodBlocked uint64
 }
 
-// trStats are a transport's counters (rt.PortCounters, as plain numbers).
-type trStats struct {
-	RxFrames, RxBytes, TxFrames, TxBytes uint64
-	RxTooLarge, TxQueueDrops, TxErrors   uint64
-	TxDirect, RxLinkErrors               uint64
-	RxSleeps, TxFull                     uint64 // a ring link's waits (rt.Waiter)
-}
-
-// add adds a transport's counters: its port's and its link's waits.
-func (s *trStats) add(tp *rt.Port) {
-	c := &tp.Counters
-	if w, ok := tp.Link().(rt.Waiter); ok {
-		rx, tx := w.Waits()
-		s.RxSleeps += rx
-		s.TxFull += tx
-	}
-	s.RxFrames += c.RxFrames.Load()
-	s.RxBytes += c.RxBytes.Load()
-	s.TxFrames += c.TxFrames.Load()
-	s.TxBytes += c.TxBytes.Load()
-	s.RxTooLarge += c.RxTooLarge.Load()
-	s.TxQueueDrops += c.TxQueueDrops.Load()
-	s.TxErrors += c.TxErrors.Load()
-	s.TxDirect += c.TxDirect.Load()
-	s.RxLinkErrors += c.RxLinkErrors.Load()
-}
+// trStats are a transport's counters, over the transports a port had.
+type trStats = rt.PortTotals
 
 // transport is the transport counters so far.
 func (p *swPort) transport() trStats {
 	s := p.trBase
 	if p.tr != nil {
-		s.add(p.tr)
+		s.Add(p.tr)
 	}
 	if p.tap != nil {
 		// Written by the loop itself (direct), counted by the TAP.
