@@ -175,3 +175,20 @@ func dialControl(path string, timeout time.Duration) (net.Conn, error) {
 	}
 	return c, err
 }
+
+// RoutedAround asks a RoCE switch which lab links its link-state routing
+// avoids (empty: none, or not a switch that routes).
+func RoutedAround(control string, timeout time.Duration) ([]string, error) {
+	var r struct {
+		LinkState *struct {
+			RoutedAround []string `json:"routed_around"`
+		} `json:"link_state"`
+	}
+	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
+		return nil, err
+	}
+	if r.LinkState == nil {
+		return nil, nil
+	}
+	return r.LinkState.RoutedAround, nil
+}

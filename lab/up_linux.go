@@ -308,7 +308,10 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	// 6b. InfiniBand with a subnet manager: the ports Active.
 	l.waitIBActive(ctx, plan, deadline, say)
 
-	// 6c. Link schedules, counted from now: the lab is up.
+	// 6c. RoCE switches linked to one another: their routes converged.
+	l.waitRoutes(ctx, plan, deadline, say)
+
+	// 6d. Link schedules, counted from now: the lab is up.
 	if opt.Schedules {
 		if err := l.armSchedules(plan, say); err != nil {
 			return l, err

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/emufabric/emufabric/clock"
@@ -73,6 +74,17 @@ type Response struct {
 	TimeDilation  int         `json:"time_dilation,omitempty"` // status: the clock's factor N
 	Ports         any         `json:"ports,omitempty"`
 	Port          *PortStatus `json:"port,omitempty"`
+	// LinkState (status, a RoCE switch): what link-state routing knows.
+	LinkState *LinkStateStatus `json:"link_state,omitempty"`
+}
+
+// LinkStateStatus is a switch's link-state routing view: every origin's
+// advertised down ports, and the lab links its routes avoid. A fabric has
+// converged when every switch holds the same advertisements and, with
+// every link up, routes around none.
+type LinkStateStatus struct {
+	Down         map[string][]string `json:"down"`
+	RoutedAround []string            `json:"routed_around"`
 }
 
 // CountersResponse is the client's view of a counters response.
@@ -84,14 +96,15 @@ type CountersResponse struct {
 
 // StatusResponse is the client's view of a status or link response.
 type StatusResponse struct {
-	OK            bool         `json:"ok"`
-	Error         string       `json:"error"`
-	Node          string       `json:"node"`
-	Lab           string       `json:"lab"`
-	UptimeSeconds float64      `json:"uptime_seconds"`
-	TimeDilation  int          `json:"time_dilation"`
-	Ports         []PortStatus `json:"ports"`
-	Port          *PortStatus  `json:"port"`
+	OK            bool             `json:"ok"`
+	Error         string           `json:"error"`
+	Node          string           `json:"node"`
+	Lab           string           `json:"lab"`
+	UptimeSeconds float64          `json:"uptime_seconds"`
+	TimeDilation  int              `json:"time_dilation"`
+	Ports         []PortStatus     `json:"ports"`
+	Port          *PortStatus      `json:"port"`
+	LinkState     *LinkStateStatus `json:"link_state"`
 }
 
 // PortCounters is one port's counters by name: the engine's (mlx5
@@ -341,6 +354,12 @@ func (d *Daemon) status() Response {
 		ps = append(ps, d.portStatus(p))
 	}
 	r.Ports = ps
+	if d.lsEnabled {
+		r.LinkState = &LinkStateStatus{Down: d.sw.LinkStateDB(), RoutedAround: []string{}}
+		if d.cutKey != nil && *d.cutKey != "" {
+			r.LinkState.RoutedAround = strings.Fields(*d.cutKey)
+		}
+	}
 	return r
 }
 

@@ -60,8 +60,9 @@ type Daemon struct {
 	node *lab.Node
 	// static is the lab file's own routes, which link-state routing keeps
 	// (linkstate.go).
-	static []switchcore.Route
-	cutKey *string // the links down the routes were last computed without (nil: never)
+	static    []switchcore.Route
+	lsEnabled bool    // link-state routing runs (a RoCE switch)
+	cutKey    *string // the links down the routes were last computed without (nil: never)
 	// everUp and loggedCut: what logCut has seen (linkstate.go).
 	everUp    map[*lab.Link]bool
 	loggedCut string

@@ -265,3 +265,31 @@ func TestFloodLearns(t *testing.T) {
 		t.Errorf("p1 drop_no_route %d", c["drop_no_route"])
 	}
 }
+
+// TestStatusLinkState: a switch's status says what its link-state routing
+// holds and which links its routes avoid (`up` waits on it, `status`
+// prints it): sw1:p3 set down is advertised and routed around, and set up
+// again, routed around no more.
+func TestStatusLinkState(t *testing.T) {
+	td, _ := startFloodDaemon(t)
+	view := func() *LinkStateStatus {
+		var st StatusResponse
+		td.call(t, Request{Op: "status"}, &st)
+		if st.LinkState == nil {
+			t.Fatalf("status of a RoCE switch has no link_state: %+v", st)
+		}
+		return st.LinkState
+	}
+	waitFor(t, "nothing routed around with every port up", func() bool { return len(view().RoutedAround) == 0 })
+	var st StatusResponse
+	td.call(t, Request{Op: "link", Port: "p3", State: "down"}, &st)
+	waitFor(t, "sw1:p3-sw2:p1 routed around", func() bool {
+		v := view()
+		return strings.Join(v.RoutedAround, " ") == "sw1:p3-sw2:p1" && strings.Join(v.Down["sw1"], " ") == "p3"
+	})
+	td.call(t, Request{Op: "link", Port: "p3", State: "up"}, &st)
+	waitFor(t, "nothing routed around after p3 came back", func() bool {
+		v := view()
+		return len(v.RoutedAround) == 0 && len(v.Down["sw1"]) == 0
+	})
+}

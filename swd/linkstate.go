@@ -42,6 +42,7 @@ func (d *Daemon) enableLinkState() {
 	// Refreshed every second of the lab's time: a lost advertisement (a
 	// lossy link) is replaced within it.
 	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), peers, origins, clock.Second, d.reroute)
+	d.lsEnabled = true
 }
 
 // reroute installs the routes and flooding tree for the links db says

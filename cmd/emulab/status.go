@@ -196,6 +196,15 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 			}
 		}
 		tw.Flush()
+		for _, n := range st.Info.Nodes {
+			if n.Kind != lab.KindSwitch || n.Control == "" {
+				continue
+			}
+			// Link-state routing (RoCE): links a switch's routes avoid.
+			if cut, err := lab.RoutedAround(n.Control, statusControlTimeout); err == nil && len(cut) > 0 {
+				fmt.Fprintf(w, "  %s routes around: %s\n", n.Name, strings.Join(cut, " "))
+			}
+		}
 		for _, u := range unreachable {
 			fmt.Fprintln(w, u)
 		}
