@@ -243,8 +243,14 @@ func (d *Daemon) trace(ev switchcore.TraceEvent) {
 		if ev.Kind == switchcore.TraceXon {
 			what = "XON"
 		}
+		why := fmt.Sprintf("%s sent on %s for PG %d at %d bytes", what, pname, ev.Prio, ev.Bytes)
 		if d.cur != nil {
-			d.curNote = joinNote(d.curNote, fmt.Sprintf("%s sent on %s for PG %d at %d bytes", what, pname, ev.Prio, ev.Bytes))
+			d.curNote = joinNote(d.curNote, why) // the frame that filled the PG
+		}
+		if ev.Frame != nil {
+			// The PFC frame itself says why: an XON is sent as a frame
+			// leaves, when no arriving frame is there to carry the note.
+			ev.Frame.Note = joinNote(ev.Frame.Note, why)
 		}
 	case switchcore.TracePauseRx:
 		if d.cur != nil {

@@ -166,7 +166,7 @@ func (p *swPort) Transmit(f *frame.Frame) {
 		case d.ib && isIBLink(f.Data):
 			note = joinNote(note, ibLinkNote(f.Data, "sent"))
 		case !d.ib && isMACControl(f.Data):
-			note = joinNote(note, pfcNote(f.Data, "sent"))
+			note = joinNote(pfcNote(f.Data, "sent"), note) // then why (an XOFF's or XON's PG)
 		case !d.ib && isLinkState(f.Data):
 			note = joinNote(note, linkStateNote(f.Data, "sent"))
 		}

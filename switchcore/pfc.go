@@ -33,8 +33,9 @@ func (s *Switch) sendXoff(p *port, pg int) {
 		}
 	}
 	p.xoffPrios |= g.prios
-	s.sendPFC(p, g.prios, s.pfcQuanta)
-	s.emit(TraceEvent{Kind: TraceXoff, Port: p.idx, Prio: pg, Bytes: g.used + g.hdrm})
+	f := s.pfcFrame(p, g.prios, s.pfcQuanta)
+	s.emit(TraceEvent{Kind: TraceXoff, Port: p.idx, Prio: pg, Bytes: g.used + g.hdrm, Frame: f})
+	s.queuePFC(p, f)
 	if _, armed := p.refreshTimer.When(); !armed {
 		p.refreshTimer.Reset(now + s.refreshPeriod(p))
 	}
@@ -45,8 +46,9 @@ func (s *Switch) sendXon(p *port, pg int) {
 	g.xoff = false
 	s.accrueXoff(p, g.prios, s.clk.Now())
 	p.xoffPrios &^= g.prios
-	s.sendPFC(p, g.prios, 0)
-	s.emit(TraceEvent{Kind: TraceXon, Port: p.idx, Prio: pg, Bytes: g.used + g.hdrm})
+	f := s.pfcFrame(p, g.prios, 0)
+	s.emit(TraceEvent{Kind: TraceXon, Port: p.idx, Prio: pg, Bytes: g.used + g.hdrm, Frame: f})
+	s.queuePFC(p, f)
 	if p.xoffPrios == 0 {
 		p.refreshTimer.Stop()
 	}
@@ -103,8 +105,16 @@ func (s *Switch) pfcSent(p *port, f *frame.Frame) {
 // XOFF the headroom counts on): enable bits for prios, quanta for each
 // (0 = XON).
 func (s *Switch) sendPFC(p *port, prios uint8, quanta uint16) {
+	s.queuePFC(p, s.pfcFrame(p, prios, quanta))
+}
+
+// pfcFrame builds and counts the PFC frame sendPFC sends, nil while p is
+// down. The XOFF and XON trace events carry it before it is queued (a
+// capture notes on the frame itself why it was sent: an XON is sent as a
+// frame leaves, with no arriving frame to note it on).
+func (s *Switch) pfcFrame(p *port, prios uint8, quanta uint16) *frame.Frame {
 	if !p.up {
-		return
+		return nil
 	}
 	var times [8]uint16
 	for prio := range NumPriorities {
@@ -122,6 +132,14 @@ func (s *Switch) sendPFC(p *port, prios uint8, quanta uint16) {
 		p.xoffQueued |= prios
 	}
 	p.c.TxPauseCtrlPhy++
+	return f
+}
+
+// queuePFC queues a frame of pfcFrame ahead of everything but PFC.
+func (s *Switch) queuePFC(p *port, f *frame.Frame) {
+	if f == nil {
+		return
+	}
 	p.pfcq.push(f)
 	s.tryTx(p)
 }

@@ -363,6 +363,11 @@ func TestIncastPFC(t *testing.T) {
 			pc.xoff++
 		case mc.Resumed(incastPriority):
 			pc.xon++
+			// An XON is sent as a frame leaves; the PFC frame itself
+			// says why.
+			if !strings.Contains(r.Comment, "XON sent on "+ingress[r.Interface]+" for PG") {
+				t.Errorf("%s: XON frame without its reason: %q", ingress[r.Interface], r.Comment)
+			}
 		}
 	}
 	if dir := os.Getenv("EMUFABRIC_KEEP_CAPTURE"); dir != "" {
