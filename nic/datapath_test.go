@@ -206,6 +206,34 @@ func TestSendPFC(t *testing.T) {
 	}
 }
 
+// A NIC whose link is down sends no PFC frame and keeps none for later:
+// a storm over a pulled cable neither grows a queue nor bursts out stale
+// PFC frames when the link is back.
+func TestSendPFCLinkDown(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	seen := 0
+	p.ab.tap = func(f *frame.Frame) {
+		if len(f.Data) >= wire.EthernetSize && f.Data[12] == 0x88 && f.Data[13] == 0x08 {
+			seen++
+		}
+	}
+	var times [8]uint16
+	times[3] = 0xFFFF
+	p.a.SetLinkUp(false)
+	for range 1000 {
+		p.a.SendPFC(1<<3, &times)
+	}
+	if n := p.a.macCtl.n; n != 0 {
+		t.Errorf("%d PFC frames queued on a link that is down", n)
+	}
+	p.a.SetLinkUp(true)
+	p.l.run(clock.Microsecond*10, 100, nil)
+	if seen != 0 || p.a.Prio(3).TxPause != 0 || p.b.Paused(3) {
+		t.Errorf("after the link came back: %d PFC frames sent, tx_prio3_pause %d, peer paused %v; want none",
+			seen, p.a.Prio(3).TxPause, p.b.Paused(3))
+	}
+}
+
 func TestCounterNames(t *testing.T) {
 	seen := map[string]bool{}
 	for i := range numCounters {

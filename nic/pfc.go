@@ -65,8 +65,14 @@ func (n *NIC) PausedUntil(p int) clock.Time { return n.prio[p&7].pausedUntil }
 // class-enable vector and times, ahead of any queued frame. The NIC does
 // not generate PFC on its own (its receive side never runs out of buffer);
 // this is for scenarios such as a PFC storm from a faulty NIC (Guo et al.,
-// SIGCOMM'16 §4.3).
+// SIGCOMM'16 §4.3). A MAC whose link is down (or not attached yet) sends
+// no pause frame, and none is kept for later: a storm's frames queued
+// while the cable is out would grow without bound and burst out, stale,
+// when it is back.
 func (n *NIC) SendPFC(enable uint8, times *[8]uint16) {
+	if n.tx == nil || n.linkDown {
+		return
+	}
 	f := n.pool.Get(wire.MACControlFrameSize)
 	wire.EncodePFC(f.Data, n.cfg.MAC, enable, times)
 	for p := range 8 {
