@@ -339,6 +339,18 @@ func isReadable(p string) error {
 	return f.Close()
 }
 
+// diskFull says, for a daemon whose ready line never came, that the
+// filesystem of its log has no space left: the daemon may well be ready
+// and unable to say so (its log write failed), and "not ready" alone
+// sends a user looking at the daemon.
+func diskFull(logPath string) string {
+	var st unix.Statfs_t
+	if unix.Statfs(filepath.Dir(logPath), &st) != nil || st.Bavail > 0 {
+		return ""
+	}
+	return fmt.Sprintf(": the filesystem of %s is full, so its ready line may not have been written", filepath.Dir(logPath))
+}
+
 // waitReady waits until every daemon printed "ready" on its log, or one
 // exited, or the deadline passed.
 func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, timeout time.Duration, say func(string, ...any)) error {
@@ -393,9 +405,9 @@ func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, t
 			for _, q := range pending {
 				names = append(names, q.node.Name)
 			}
-			return fmt.Errorf("node %s: %s not ready after %v (still waiting for %s); log %s:\n%s",
+			return fmt.Errorf("node %s: %s not ready after %v (still waiting for %s)%s; log %s:\n%s",
 				pn.node.Name, pn.daemon.binary, timeout,
-				strings.Join(names, ", "), logPath, logTail(logPath, 10))
+				strings.Join(names, ", "), diskFull(logPath), logPath, logTail(logPath, 10))
 		}
 		select {
 		case <-ctx.Done():
