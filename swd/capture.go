@@ -185,12 +185,18 @@ func (d *Daemon) receiveCaptured(p *swPort, f *frame.Frame) {
 	case !d.ib && isLinkState(f.Data):
 		d.curNote = linkStateNote(f.Data, "received")
 	}
+	// Stamped as it arrived, before the engine handles it: the frames it
+	// sends on at once (cut-through) are stamped so too. Stamped after,
+	// they read as sent up to 180 us after the next hop received them.
+	var ts time.Time
+	if d.capturing {
+		ts = time.Now()
+	}
 	d.cur = f
 	d.sw.Receive(p.idx, f)
 	d.cur = nil
 	note := d.curNote
 	d.curNote = ""
-	ts := time.Now()
 	if data != nil {
 		c := "rx"
 		if note != "" {

@@ -378,8 +378,12 @@ func TestCapture(t *testing.T) {
 	copy(unknown[0:6], []byte{2, 9, 9, 9, 9, 9}) // no FDB entry...
 	copy(unknown[30:34], []byte{192, 0, 2, 1})   // ...and no route
 	wire.IPv4(unknown[wire.EthernetSize:]).Encode(&wire.IPv4Fields{TotalLength: uint16(len(unknown) - wire.EthernetSize), TTL: 64, Protocol: wire.IPProtoUDP, Src: ipH1, Dst: [4]byte{192, 0, 2, 1}})
+	sent := time.Now()
 	send(t, td.link[0], f, bcast, unknown)
 	recv(t, td.link[1], 2)
+	// The next hop (the test) had both frames by now: the switch's tx
+	// records of them must not be stamped later than that.
+	received := time.Now()
 	// The drop leaves nothing to receive; wait for its counter so that the
 	// PFC frame below, read by p2's reader, cannot overtake it.
 	waitFor(t, "the unrouted frame dropped", func() bool { return td.counters(t, "p1")["drop_no_route"] == 1 })
@@ -413,6 +417,9 @@ func TestCapture(t *testing.T) {
 		}
 		if rec.Interface != w.iface || rec.Comment != w.comment || !bytes.Equal(rec.Data, w.data) || rec.LinkType != capture.LinkTypeEthernet {
 			t.Errorf("record %d: interface %d comment %q len %d, want %d %q len %d", i, rec.Interface, rec.Comment, len(rec.Data), w.iface, w.comment, len(w.data))
+		}
+		if i < 4 && (rec.Timestamp.Before(sent.Truncate(time.Microsecond)) || rec.Timestamp.After(received)) {
+			t.Errorf("record %d (%s) stamped %v, outside [%v sent, %v received at the next hop]", i, rec.Comment, rec.Timestamp, sent, received)
 		}
 	}
 	if got := td.counters(t, "p2")["rx_prio3_pause"]; got != 1 {
