@@ -470,21 +470,26 @@ func (d *Daemon) writeRecord(ng *capture.NgWriter, s *captureSub, r capRecord) e
 // (isb_ifdrop: all of them, also those after the port's last record,
 // which no comment can report), then the stream is flushed.
 func (d *Daemon) finishCapture(ng *capture.NgWriter, s *captureSub) error {
-	// As many as are queued now: a loop still running as the daemon
-	// stops cannot keep this going.
-	for range len(s.ch) + len(s.ctl) {
-		var r capRecord
-		var ok bool
-		select {
-		case r, ok = <-s.ctl:
-		default:
-			select {
-			case r, ok = <-s.ch:
-			default:
+	// As many as are queued now (a loop still running as the daemon
+	// stops cannot keep this going), merged by time as while running.
+	drain := func(q chan capRecord) []capRecord {
+		var out []capRecord
+		for range len(q) {
+			r, ok := <-q
+			if !ok {
+				break
 			}
+			out = append(out, r)
 		}
-		if !ok {
-			break
+		return out
+	}
+	ctl, data := drain(s.ctl), drain(s.ch)
+	for len(ctl) > 0 || len(data) > 0 {
+		var r capRecord
+		if len(ctl) > 0 && (len(data) == 0 || !data[0].ts.Before(ctl[0].ts)) {
+			r, ctl = ctl[0], ctl[1:]
+		} else {
+			r, data = data[0], data[1:]
 		}
 		if err := d.writeRecord(ng, s, r); err != nil {
 			return err

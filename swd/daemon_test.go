@@ -813,3 +813,50 @@ func TestCaptureMergesControlInTimeOrder(t *testing.T) {
 		t.Errorf("records in the order %q, want rx 1 then the PFC frame (rx 2 lost: the data queue was full)", got)
 	}
 }
+
+// The records still queued when a capture ends are merged by time too:
+// taken control queue first, a PFC frame was written ahead of the data
+// before it.
+func TestFinishCaptureMergesByTime(t *testing.T) {
+	td := startTestDaemon(t, true)
+	s := newCaptureSub([]int{0}, false)
+	data := udpFrame(64, 0)
+	pfc := make([]byte, wire.MACControlFrameSize)
+	wire.EncodePFC(pfc, wire.MAC{2}, 1<<3, &[8]uint16{3: 0xFFFF})
+	t0 := time.Now()
+	for i, r := range []capRecord{
+		{ts: t0, data: data, comment: "rx 1"},
+		{ts: t0.Add(time.Millisecond), data: pfc, comment: "PFC 1"},
+		{ts: t0.Add(2 * time.Millisecond), data: data, comment: "rx 2"},
+		{ts: t0.Add(3 * time.Millisecond), data: pfc, comment: "PFC 2"},
+	} {
+		if i%2 == 0 {
+			s.ch <- r
+		} else {
+			s.ctl <- r
+		}
+	}
+	var buf bytes.Buffer
+	ng, err := capture.NewNgWriter(&buf, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ng.AddInterface(capture.Interface{LinkType: capture.LinkTypeEthernet, Name: "sw1:p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := td.d.finishCapture(ng, s); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var rec capture.Record
+	for r.Next(&rec) == nil {
+		got = append(got, rec.Comment)
+	}
+	if strings.Join(got, ", ") != "rx 1, PFC 1, rx 2, PFC 2" {
+		t.Errorf("records in the order %q, want them in time order", got)
+	}
+}
