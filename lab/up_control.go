@@ -176,19 +176,21 @@ func dialControl(path string, timeout time.Duration) (net.Conn, error) {
 	return c, err
 }
 
-// RoutedAround asks a RoCE switch which lab links its link-state routing
-// avoids (empty: none, or not a switch that routes).
-func RoutedAround(control string, timeout time.Duration) ([]string, error) {
+// LinkStateView asks a RoCE switch which lab links its link-state
+// routing avoids, and which switches advertise another fabric than its
+// lab file's (both empty: none, or not a switch that routes).
+func LinkStateView(control string, timeout time.Duration) (routedAround, mismatched []string, err error) {
 	var r struct {
 		LinkState *struct {
 			RoutedAround []string `json:"routed_around"`
+			Mismatched   []string `json:"mismatched"`
 		} `json:"link_state"`
 	}
 	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r.LinkState == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return r.LinkState.RoutedAround, nil
+	return r.LinkState.RoutedAround, r.LinkState.Mismatched, nil
 }

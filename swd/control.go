@@ -85,6 +85,9 @@ type Response struct {
 type LinkStateStatus struct {
 	Down         map[string][]string `json:"down"`
 	RoutedAround []string            `json:"routed_around"`
+	// Mismatched: switches whose advertisements describe another fabric
+	// (their lab file differs from this one's).
+	Mismatched []string `json:"mismatched,omitempty"`
 }
 
 // CountersResponse is the client's view of a counters response.
@@ -355,7 +358,7 @@ func (d *Daemon) status() Response {
 	}
 	r.Ports = ps
 	if d.lsEnabled {
-		r.LinkState = &LinkStateStatus{Down: d.sw.LinkStateDB(), RoutedAround: []string{}}
+		r.LinkState = &LinkStateStatus{Down: d.sw.LinkStateDB(), RoutedAround: []string{}, Mismatched: d.sw.LinkStateMismatched()}
 		if d.cutKey != nil && *d.cutKey != "" {
 			r.LinkState.RoutedAround = strings.Fields(*d.cutKey)
 		}

@@ -42,6 +42,14 @@ func (d *Daemon) enableLinkState() {
 	// Refreshed every second of the lab's time: a lost advertisement (a
 	// lossy link) is replaced within it.
 	d.sw.EnableLinkState(uint64(time.Now().UnixNano()), peers, origins, clock.Second, d.reroute)
+	// A switch run by hand with another copy of the lab file (a UDP link
+	// to another machine) computes its routes from that copy: said once
+	// per switch, and counted.
+	ours := d.spec.TopologyDigest()
+	d.sw.SetLinkStateTopology(ours, func(origin string, theirs uint64) {
+		d.log.Printf("link-state routing: %s's lab file describes another fabric than %s (topology digest %016x, ours %016x): routes may disagree; run every switch with the same lab file",
+			origin, d.opts.Lab, theirs, ours)
+	})
 	d.lsEnabled = true
 }
 

@@ -103,6 +103,7 @@ func (d *Daemon) metricsText() []byte {
 		if !d.ib {
 			dir("emu_link_state_advertisements_total", "Link-state advertisements of the switches' routing sent and taken on the port (link_state_tx, link_state_rx).", c.LinkStateTx, c.LinkStateRx)
 			ctr("emu_link_state_refused_total", "Link-state advertisements refused: not from a switch of the lab, or on a port to a host (link_state_refused).", c.LinkStateRefused)
+			ctr("emu_link_state_mismatch_total", "Link-state advertisements from a switch whose lab file describes another fabric (topology digest differs; link_state_mismatch).", c.LinkStateMismatch)
 			dir("emu_flooded_packets_total", "Broadcast and multicast frames flooded by the daemon.", p.st.FloodTx, p.st.FloodRx)
 			ctr("emu_flood_blocked_packets_total", "Broadcast and multicast frames received on a port left out of flooding (--no-flood) and dropped.", p.st.FloodBlocked)
 		}

@@ -406,6 +406,7 @@ type PortCounters struct {
 	TxPauseCtrlPhy           uint64 // PFC frames sent
 	LinkStateRx, LinkStateTx uint64 // link-state advertisements received, sent (linkstate.go)
 	LinkStateRefused         uint64 // advertisements refused: not from a switch of the fabric, or on a port to a host
+	LinkStateMismatch        uint64 // advertisements whose topology digest differs from this switch's (another lab file)
 	RxGlobalPause            uint64 // 802.3x PAUSE received with time > 0
 	RxGlobalPauseDurationPs  int64
 	LinkDownEvents           uint64                 // link_down_events_phy

@@ -19,6 +19,7 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 	fn("link_state_rx", c.LinkStateRx)
 	fn("link_state_tx", c.LinkStateTx)
 	fn("link_state_refused", c.LinkStateRefused)
+	fn("link_state_mismatch", c.LinkStateMismatch)
 	fn("tx_pause_ctrl_phy", c.TxPauseCtrlPhy)
 	fn("rx_global_pause", c.RxGlobalPause)
 	fn("rx_global_pause_duration", uint64(c.RxGlobalPauseDurationPs/int64(clock.Microsecond)))

@@ -28,6 +28,7 @@ import (
 // lsaEntry is the newest advertisement of one origin.
 type lsaEntry struct {
 	epoch, seq uint64
+	topology   uint64 // the origin's lab file's digest (0: not given)
 	down       []string
 }
 
@@ -45,6 +46,12 @@ type linkState struct {
 	onChange   func(db map[string][]string)
 	last       string         // the down set onChange last saw, for change detection
 	scratch    wire.LinkState // receiveLinkState's decoding; its Down is its own
+	// topology is this switch's lab file's digest, sent in its
+	// advertisements (0: none); an origin whose digest differs is told
+	// to onMismatch once.
+	topology   uint64
+	onMismatch func(origin string, theirs uint64)
+	mismatched map[string]bool
 }
 
 // EnableLinkState turns on the switch's link-state routing: peers[i] names
@@ -80,6 +87,28 @@ func (s *Switch) EnableLinkState(epoch uint64, peers []string, origins []string,
 // very last number could never be outnumbered, and one claiming a
 // switch's own name would start an exchange that never ends.
 const maxEpoch = ^uint64(0) - 1
+
+// SetLinkStateTopology gives the digest of the fabric as this switch's
+// configuration describes it, sent in its advertisements; an
+// advertisement of another switch whose digest differs (its lab file is
+// not this one's: their routes will disagree) is counted
+// (link_state_mismatch) and onMismatch is told of that origin once. After
+// EnableLinkState.
+func (s *Switch) SetLinkStateTopology(digest uint64, onMismatch func(origin string, theirs uint64)) {
+	if s.ls == nil {
+		return
+	}
+	s.ls.topology, s.ls.onMismatch = digest, onMismatch
+}
+
+// LinkStateMismatched is the origins whose advertisements carried a
+// topology digest other than this switch's.
+func (s *Switch) LinkStateMismatched() []string {
+	if s.ls == nil {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(s.ls.mismatched))
+}
 
 // refreshLSA advertises this switch's ports again, with the next
 // number, which every switch takes and passes on: one that missed an
@@ -117,7 +146,7 @@ func (s *Switch) originate() {
 			down = append(down, s.cfg.Ports[i].Name)
 		}
 	}
-	ls.db[s.cfg.Name] = &lsaEntry{epoch: ls.epoch, seq: ls.seq, down: down}
+	ls.db[s.cfg.Name] = &lsaEntry{epoch: ls.epoch, seq: ls.seq, topology: ls.topology, down: down}
 	s.floodLSA(s.cfg.Name, -1)
 	s.linkStateChanged()
 }
@@ -173,6 +202,18 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 		return
 	}
 	p.c.LinkStateRx++
+	if in.Topology != 0 && ls.topology != 0 && in.Topology != ls.topology {
+		p.c.LinkStateMismatch++
+		if !ls.mismatched[in.Origin] {
+			if ls.mismatched == nil {
+				ls.mismatched = map[string]bool{}
+			}
+			ls.mismatched[in.Origin] = true
+			if ls.onMismatch != nil {
+				ls.onMismatch(in.Origin, in.Topology)
+			}
+		}
+	}
 	if in.Origin == s.cfg.Name {
 		if !(&lsaEntry{epoch: ls.epoch, seq: ls.seq}).newer(in.Epoch, in.Seq) {
 			if in.Epoch != ls.epoch || in.Seq != ls.seq {
@@ -198,7 +239,7 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 		}
 		return
 	}
-	ls.db[in.Origin] = &lsaEntry{epoch: in.Epoch, seq: in.Seq, down: slices.Clone(in.Down)}
+	ls.db[in.Origin] = &lsaEntry{epoch: in.Epoch, seq: in.Seq, topology: in.Topology, down: slices.Clone(in.Down)}
 	s.floodLSA(in.Origin, p.idx)
 	if in.Origin == ls.peers[p.idx] && (e == nil || !slices.Equal(e.down, in.Down)) {
 		// The neighbour itself says its ports changed, as it does when
@@ -228,7 +269,7 @@ func (s *Switch) sendLSA(p *port, origin string) {
 	if e == nil {
 		return // ours, before we first advertised
 	}
-	l := &wire.LinkState{Origin: origin, Epoch: e.epoch, Seq: e.seq, Down: e.down}
+	l := &wire.LinkState{Origin: origin, Epoch: e.epoch, Seq: e.seq, Topology: e.topology, Down: e.down}
 	n := wire.LinkStateLen(l)
 	if n < 0 || n > frame.MaxFrame || n-wire.EthernetSize > p.cfg.MTU {
 		// More ports down than one frame carries: counted, not sent.

@@ -227,3 +227,48 @@ func TestLinkStateEndsComeUpApart(t *testing.T) {
 		t.Errorf("b's database %v, want a: [p1]", db)
 	}
 }
+
+// TestLinkStateTopologyMismatch: in a - b - c, a's lab file differs (its
+// digest): b and c count every advertisement of a's and tell their
+// drivers once each; a tells of b and c; the digest crosses b unchanged
+// (c learns a's, not b's); switches with the same digest, or one not
+// given, are not told.
+func TestLinkStateTopologyMismatch(t *testing.T) {
+	clk, _, sw := lineOfSwitches(t)
+	a, b, c := sw[0], sw[1], sw[2]
+	told := map[string][]string{}
+	for i, s := range sw {
+		digest := uint64(100)
+		if i == 0 {
+			digest = 200
+		}
+		name := s.Name()
+		s.SetLinkStateTopology(digest, func(origin string, theirs uint64) {
+			told[name] = append(told[name], origin)
+		})
+	}
+	step := func() { clk.runUntil(clk.now + clock.Microsecond) }
+	a.SetPortUp(0, false)
+	step()
+	a.SetPortUp(0, true)
+	step()
+	c.SetPortUp(0, false)
+	step()
+	if !slices.Equal(told["b"], []string{"a"}) || !slices.Equal(told["c"], []string{"a"}) {
+		t.Errorf("b told of %v, c of %v; want a once each", told["b"], told["c"])
+	}
+	if got := slices.Sorted(slices.Values(told["a"])); !slices.Equal(got, []string{"c"}) {
+		t.Errorf("a told of %v, want c (b never advertised)", got)
+	}
+	// a's two, and a's again in b's database, which b sends c when c
+	// says its ports changed.
+	if n := c.Counters(1).LinkStateMismatch; n != 3 {
+		t.Errorf("c counted %d mismatched advertisements, want the 3 of a's it received", n)
+	}
+	if got := c.LinkStateMismatched(); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("c's mismatched origins %v, want [a]", got)
+	}
+	if n := b.Counters(2).LinkStateMismatch; n != 0 {
+		t.Errorf("b counted %d mismatches from c, which has its digest", n)
+	}
+}

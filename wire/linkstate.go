@@ -11,19 +11,23 @@ import "encoding/binary"
 // experimental EtherType 0x88B5, so Wireshark shows it as such and no
 // other protocol's dissector claims it:
 //
-//	DA SA 0x88B5 | version(1)=1 | origin length(1) | origin |
-//	             epoch(8) | sequence(8) | count(2) |
+//	DA SA 0x88B5 | version(1)=2 | origin length(1) | origin |
+//	             epoch(8) | sequence(8) | topology(8) | count(2) |
 //	             count x (name length(1) | port name)  | zero pad to 60
 //
 // origin is the advertising switch's name; the port names are its ports
 // whose links are down, the whole list every time (a receiver keeps the
 // newest advertisement per origin: (epoch, sequence) orders them, the
 // epoch telling a restarted switch's advertisements from its earlier
-// life's).
+// life's). topology is a digest of the fabric as the origin's lab file
+// describes it (0: not given): every switch computes its routes from its
+// own copy, and switches whose copies differ route inconsistently, which
+// a receiver can only tell by comparing digests. Version 1 had no
+// topology field.
 const (
 	EtherTypeLinkState = 0x88B5
-	linkStateVersion   = 1
-	linkStateFixed     = EthernetSize + 1 + 1 + 8 + 8 + 2 // without the names
+	linkStateVersion   = 2
+	linkStateFixed     = EthernetSize + 1 + 1 + 8 + 8 + 8 + 2 // without the names
 )
 
 // LinkStateDst is the link-local group address advertisements go to.
@@ -33,6 +37,7 @@ var LinkStateDst = MAC{0x01, 0x80, 0xC2, 0x00, 0x00, 0x0E}
 type LinkState struct {
 	Origin     string
 	Epoch, Seq uint64
+	Topology   uint64   // digest of the origin's lab file's fabric; 0: not given
 	Down       []string // its ports whose links are down
 }
 
@@ -65,8 +70,9 @@ func EncodeLinkState(b []byte, src MAC, l *LinkState) int {
 	i += copy(b[i:], l.Origin)
 	binary.BigEndian.PutUint64(b[i:], l.Epoch)
 	binary.BigEndian.PutUint64(b[i+8:], l.Seq)
-	binary.BigEndian.PutUint16(b[i+16:], uint16(len(l.Down)))
-	i += 18
+	binary.BigEndian.PutUint64(b[i+16:], l.Topology)
+	binary.BigEndian.PutUint16(b[i+24:], uint16(len(l.Down)))
+	i += 26
 	for _, d := range l.Down {
 		b[i] = byte(len(d))
 		i += 1 + copy(b[i+1:], d)
@@ -88,15 +94,16 @@ func DecodeLinkState(b []byte, l *LinkState) error {
 	}
 	on := int(b[i+1])
 	i += 2
-	if len(b) < i+on+18 {
-		return Truncated("LinkState", "origin", i, i+on+18, len(b))
+	if len(b) < i+on+26 {
+		return Truncated("LinkState", "origin", i, i+on+26, len(b))
 	}
 	l.Origin = string(b[i : i+on])
 	i += on
 	l.Epoch = binary.BigEndian.Uint64(b[i:])
 	l.Seq = binary.BigEndian.Uint64(b[i+8:])
-	count := int(binary.BigEndian.Uint16(b[i+16:]))
-	i += 18
+	l.Topology = binary.BigEndian.Uint64(b[i+16:])
+	count := int(binary.BigEndian.Uint16(b[i+24:]))
+	i += 26
 	l.Down = l.Down[:0]
 	for k := range count {
 		if i >= len(b) {

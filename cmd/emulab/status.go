@@ -201,8 +201,12 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 				continue
 			}
 			// Link-state routing (RoCE): links a switch's routes avoid.
-			if cut, err := lab.RoutedAround(n.Control, statusControlTimeout); err == nil && len(cut) > 0 {
+			cut, other, err := lab.LinkStateView(n.Control, statusControlTimeout)
+			if err == nil && len(cut) > 0 {
 				fmt.Fprintf(w, "  %s routes around: %s\n", n.Name, strings.Join(cut, " "))
+			}
+			if err == nil && len(other) > 0 {
+				fmt.Fprintf(w, "  %s: the lab files of %s describe another fabric: routes may disagree\n", n.Name, strings.Join(other, ", "))
 			}
 		}
 		for _, u := range unreachable {
