@@ -141,17 +141,20 @@ type CaptureStream struct {
 
 // OpenCapture asks a daemon for a capture of ports with {"op":"capture"}
 // (emuswitch: any of its ports, all when ports is empty; emunic: its one
-// port). Connecting and the answer are bounded by timeout; the stream
-// that follows is not.
-func OpenCapture(control string, ports []string, timeout time.Duration) (*CaptureStream, error) {
+// port). padLinks asks an InfiniBand daemon to write each 6-byte link
+// packet zero-padded to 64 bytes ("pad_links"), which Wireshark 4.0 needs
+// to show its fields. Connecting and the answer are bounded by timeout;
+// the stream that follows is not.
+func OpenCapture(control string, ports []string, padLinks bool, timeout time.Duration) (*CaptureStream, error) {
 	c, err := dialControl(control, timeout)
 	if err != nil {
 		return nil, err
 	}
 	req := struct {
-		Op    string   `json:"op"`
-		Ports []string `json:"ports,omitempty"`
-	}{"capture", ports}
+		Op       string   `json:"op"`
+		Ports    []string `json:"ports,omitempty"`
+		PadLinks bool     `json:"pad_links,omitempty"`
+	}{"capture", ports, padLinks}
 	b, err := json.Marshal(req)
 	if err != nil {
 		c.Close()

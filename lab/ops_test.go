@@ -165,6 +165,11 @@ func TestOpsClient(t *testing.T) {
 		defer mu.Unlock()
 		return reqs[i]
 	}
+	last := func() map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return reqs[len(reqs)-1]
+	}
 	ctl := fakeDaemon(t, func(req map[string]any) string {
 		mu.Lock()
 		reqs = append(reqs, req)
@@ -210,9 +215,12 @@ func TestOpsClient(t *testing.T) {
 		t.Errorf("SetLink refused: %v", err)
 	}
 
-	cs, err := OpenCapture(ctl, []string{"p1"}, time.Second)
+	cs, err := OpenCapture(ctl, []string{"p1"}, false, time.Second)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := last(); r["op"] != "capture" || r["pad_links"] != nil {
+		t.Errorf("OpenCapture sent %v", r)
 	}
 	b := make([]byte, 64)
 	n, _ := cs.Read(b)
@@ -220,8 +228,17 @@ func TestOpsClient(t *testing.T) {
 		t.Errorf("capture stream %q", b[:n])
 	}
 	cs.Close()
-	if _, err := OpenCapture(ctl, []string{"p9"}, time.Second); err == nil || !strings.Contains(err.Error(), `no port "p9"`) {
+	if _, err := OpenCapture(ctl, []string{"p9"}, false, time.Second); err == nil || !strings.Contains(err.Error(), `no port "p9"`) {
 		t.Errorf("OpenCapture of a missing port: %v", err)
+	}
+	// An IB capture for Wireshark 4.0 asks the daemon to pad link packets.
+	cs, err = OpenCapture(ctl, []string{"p1"}, true, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs.Close()
+	if r := last(); r["op"] != "capture" || r["pad_links"] != true {
+		t.Errorf("OpenCapture with padLinks sent %v", r)
 	}
 
 	c2 := LinkChange{State: "up"}

@@ -25,6 +25,12 @@ import (
 // those after the last record, which no record's comment can report).
 // The daemon counts its capture losses as capture_drop (ethtool text,
 // emu_capture_dropped_records_total), as emuswitch does per port.
+//
+// On an IB port, {"op":"capture","pad_links":true} writes each 6-byte link
+// (flow-control) packet zero-padded to capture.IBLinkPadSize bytes, the
+// real 6 first, as emuswitch's capture and `emulab sim
+// --capture-pad-links` do: Wireshark 4.0 shows a correct unpadded one as
+// Malformed. A RoCE port has no link packets; the flag changes nothing.
 
 // captureQueue is how many frames may wait for a slow capture client;
 // beyond it frames are left out of the capture (counted), never delayed.
@@ -44,6 +50,10 @@ type capSub struct {
 	dropped atomic.Uint64 // of them, left out (the queue was full)
 	pending uint64        // loop goroutine: drops not yet reported in a comment
 	start   time.Time
+	// padLinks pads IB link packets to capture.IBLinkPadSize bytes (the
+	// writer's, in pad).
+	padLinks bool
+	pad      [capture.IBLinkPadSize]byte
 }
 
 // capture copies f to every capture subscriber. Loop goroutine. The copy is
@@ -69,9 +79,9 @@ func (d *Daemon) capture(f *frame.Frame, tx bool) {
 
 // streamCapture runs a capture on an accepted control connection after
 // its OK line: it registers a subscriber on the loop and writes its
-// stream (writeCapture).
-func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader) error {
-	s := &capSub{ch: make(chan capRec, captureQueue), start: time.Now()}
+// stream (writeCapture). padLinks: the request's pad_links.
+func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader, padLinks bool) error {
+	s := &capSub{ch: make(chan capRec, captureQueue), start: time.Now(), padLinks: padLinks}
 	if err := d.Do(func() { d.caps = append(d.caps, s) }); err != nil {
 		return err
 	}
@@ -127,8 +137,13 @@ func (d *Daemon) writeCapture(c io.Writer, rest io.Reader, s *capSub) error {
 		}
 		if ib {
 			t := uint8(capture.ERFTypeInfiniBand)
+			data := r.data
 			if len(r.data) == wire.IBLinkSize {
 				t = capture.ERFTypeInfiniBandLink
+				if s.padLinks {
+					copy(s.pad[:], r.data)
+					data = s.pad[:]
+				}
 			}
 			// The ERF interface is the direction, as emuswitch writes it
 			// (Wireshark's erf.flags.cap): 0 received, 1 sent.
@@ -136,7 +151,7 @@ func (d *Daemon) writeCapture(c io.Writer, rest io.Reader, s *capSub) error {
 			if r.tx {
 				dir = 1
 			}
-			return w.WriteERF(id, r.at, t, dir, r.data, comment)
+			return w.WriteERF(id, r.at, t, dir, data, comment)
 		}
 		return w.WritePacket(id, r.at, r.data, comment)
 	}

@@ -103,3 +103,53 @@ func TestCaptureStatsCountEveryDrop(t *testing.T) {
 		}
 	})
 }
+
+// TestCapturePadLinks: an IB NIC's capture asked to pad link packets
+// writes each as an ERF type 25 record of 64 bytes, the real 6 first and
+// zeros after, as emuswitch's does; unasked, the record is the 6 bytes.
+// Data packets are never padded.
+func TestCapturePadLinks(t *testing.T) {
+	d, _ := pairOfDaemons(t, specFrom(t, `name: b2b
+fabric: ib
+topology:
+  nodes:
+    h1: {kind: nic}
+    h2: {kind: nic}
+  links:
+    - endpoints: ["h1:ib0", "h2:ib0"]
+`))
+	link := make([]byte, wire.IBLinkSize)
+	wire.IBLink(link).Encode(&wire.IBLinkFields{Op: wire.IBLinkOpNormal, FCTBS: 100, VL: 0, FCCL: 612})
+	data := make([]byte, 64)
+	wire.LRH(data).Encode(&wire.LRHFields{VL: 0, LNH: wire.LNHLocal, DLID: 1, SLID: 2, PktLen: 16})
+	for _, pad := range []bool{false, true} {
+		s := &capSub{ch: make(chan capRec, 2), start: time.Now(), padLinks: pad}
+		s.ch <- capRec{at: time.Now(), data: link, tx: true}
+		s.ch <- capRec{at: time.Now(), data: data[:wire.LRHSize+4]}
+		var buf bytes.Buffer
+		if err := d[0].writeCapture(&buf, strings.NewReader(""), s); err != nil {
+			t.Fatal(err)
+		}
+		r, err := capture.Open(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rec capture.Record
+		if err := r.Next(&rec); err != nil {
+			t.Fatal(err)
+		}
+		want := link
+		if pad {
+			want = append(append([]byte(nil), link...), make([]byte, capture.IBLinkPadSize-wire.IBLinkSize)...)
+		}
+		if rec.ERF.Type != capture.ERFTypeInfiniBandLink || !bytes.Equal(rec.Data, want) || int(rec.ERF.WLen) != len(want) {
+			t.Errorf("pad %v: link record type %d wlen %d %x, want type 25 %x", pad, rec.ERF.Type, rec.ERF.WLen, rec.Data, want)
+		}
+		if err := r.Next(&rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.ERF.Type != capture.ERFTypeInfiniBand || len(rec.Data) != wire.LRHSize+4 {
+			t.Errorf("pad %v: data record type %d, %d bytes, want type 21 of %d", pad, rec.ERF.Type, len(rec.Data), wire.LRHSize+4)
+		}
+	}
+}

@@ -222,7 +222,7 @@ func (s *controlServer) serveConn(c *net.UnixConn) {
 			if err := enc.Encode(&Response{OK: true}); err != nil {
 				return
 			}
-			if err := s.d.streamCapture(c, br); err != nil {
+			if err := s.d.streamCapture(c, br, req.PadLinks); err != nil {
 				s.d.log.Printf("capture: %v", err)
 			}
 			return

@@ -17,7 +17,8 @@ import (
 //	{"op":"perfquery","lid":L}        port_counters: PortCounters of the port with LID L, read over the fabric from QP1
 //	{"op":"link","state":"down"|"up"}  pull / plug the NIC's cable
 //	{"op":"capture"}                  OK line, then a pcapng stream of the link port until the client closes
-//	                                  (a half-close ends it with the queued records and a statistics block)
+//	                                  (a half-close ends it with the queued records and a statistics block);
+//	                                  "pad_links":true pads IB link packets to 64 bytes (capture.go)
 //	{"op":"reg_mr","length":N,"access":7}     + one memfd as SCM_RIGHTS in the same message
 //	{"op":"dereg_mr","mr":H}
 //	{"op":"create_cq","cqe":N}
@@ -75,6 +76,9 @@ type Request struct {
 
 	// capture: the ports to capture (emuswitch's field); this NIC has one
 	Ports []string `json:"ports,omitempty"`
+	// PadLinks (capture, IB NIC) pads link packets to 64 bytes for
+	// Wireshark 4.0, as emuswitch's field (capture.go).
+	PadLinks bool `json:"pad_links,omitempty"`
 
 	// link (the emuswitch op's fields; emunic takes state and rate)
 	Port  string   `json:"port,omitempty"`

@@ -98,7 +98,7 @@ type captureSub struct {
 	// padLinks pads IB link packets to 64 bytes (see above), in pad
 	// (the writer's).
 	padLinks bool
-	pad      [64]byte
+	pad      [capture.IBLinkPadSize]byte
 	// recv and drops count, per pcapng interface, the records offered to
 	// this client and those it lost, for the statistics blocks at the
 	// end. Written on the loop, read by the writer when the capture ends.

@@ -30,6 +30,7 @@ type liveCaptureFlags struct {
 	count    int
 	autostop []string
 	quiet    bool
+	padLinks bool
 }
 
 func init() {
@@ -58,11 +59,19 @@ The capture runs until SIGINT or SIGTERM, until -c N packets were written,
 until a condition of -a (as dumpcap's: duration:SECONDS, packets:N) is met, or
 until the reader of the pipe goes away. Written to a pipe, every packet is
 flushed as it is written. The daemons ending the capture (the lab went down)
-is an error (exit status 1); what was captured is kept.`,
+is an error (exit status 1); what was captured is kept.
+
+On an InfiniBand lab the ports are ERF interfaces (data packets ERF type 21,
+link flow-control packets type 25), as ibdump writes them. Wireshark 4.0 shows
+a correct 6-byte link packet as Malformed; --pad-links asks the daemons to
+write each one zero-padded to 64 bytes (the real 6 first), as emulab sim
+--capture-pad-links does, and Wireshark then shows its Op, FCTBS, VL, FCCL and
+LPCRC.`,
 		Example: `  sudo bin/emulab capture sw1:p1 -w - | wireshark -k -i -
   sudo bin/emulab capture sw1:p1 sw1:p2 -w incast.pcapng -a duration:10
   sudo bin/emulab capture h1:eth0 -c 100 -w h1.pcapng
-  sudo bin/emulab capture two-hosts/sw1 -w - | tshark -r - -V`,
+  sudo bin/emulab capture two-hosts/sw1 -w - | tshark -r - -V
+  sudo bin/emulab capture ib-two-hosts/sw1:p1 --pad-links -w - | wireshark -k -i -`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLiveCapture(cmd.ErrOrStderr(), append(append([]string(nil), fl.ifaces...), args...), &fl)
 		},
@@ -75,6 +84,7 @@ is an error (exit status 1); what was captured is kept.`,
 	f.IntVarP(&fl.count, "count", "c", 0, "stop after `N` packets")
 	f.StringArrayVarP(&fl.autostop, "autostop", "a", nil, "stop when `COND` is met: duration:SECONDS or packets:N (may be repeated)")
 	f.BoolVarP(&fl.quiet, "quiet", "q", false, "no messages on standard error")
+	f.BoolVar(&fl.padLinks, "pad-links", false, "pad InfiniBand link packets to 64 bytes so Wireshark 4.0 shows their fields")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -88,6 +98,23 @@ type liveSource struct {
 	// link is what the daemon's records carry: Ethernet, or ERF on an
 	// InfiniBand lab.
 	link capture.LinkType
+	// lab is the node's lab; padLinks asks its daemon to pad IB link
+	// packets (setPadLinks).
+	lab      string
+	padLinks bool
+}
+
+// setPadLinks asks every source to pad IB link packets to 64 bytes
+// (--pad-links); a RoCE lab's port has no link packets to pad, and a
+// flag that would change nothing is refused rather than ignored.
+func setPadLinks(srcs []*liveSource) error {
+	for _, s := range srcs {
+		if s.link != capture.LinkTypeERF {
+			return fmt.Errorf("--pad-links: lab %s is not InfiniBand (fabric: ib); its ports carry no link packets to pad", s.lab)
+		}
+		s.padLinks = true
+	}
+	return nil
 }
 
 // liveEndpoints resolves the ports named on the command line to the
@@ -112,7 +139,7 @@ func liveEndpoints(stateDir, labFlag string, args []string, notef func(string, .
 			}
 		}
 		if src == nil {
-			src = &liveSource{node: n.Name, control: n.Control, link: capture.LinkTypeEthernet}
+			src = &liveSource{node: n.Name, control: n.Control, link: capture.LinkTypeEthernet, lab: li.Lab}
 			if li.Fabric == lab.FabricIB {
 				src.link = capture.LinkTypeERF
 			}
@@ -222,6 +249,11 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 	srcs, err := liveEndpoints(fl.stateDir, fl.lab, args, notef)
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)
+	}
+	if fl.padLinks {
+		if err := setPadLinks(srcs); err != nil {
+			return err
+		}
 	}
 	var out *os.File
 	if fl.write == "-" {
@@ -368,7 +400,7 @@ func streamLive(ctx context.Context, w io.Writer, flushEach bool, srcs []*liveSo
 		}
 	}()
 	for _, s := range srcs {
-		cs, err := lab.OpenCapture(s.control, s.ports, opsTimeout)
+		cs, err := lab.OpenCapture(s.control, s.ports, s.padLinks, opsTimeout)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", s.node, err)
 		}

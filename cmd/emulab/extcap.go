@@ -55,7 +55,8 @@ type extcapFlags struct {
 	reload     string
 
 	// The options of --extcap-config.
-	packets uint
+	packets  uint
+	padLinks bool
 }
 
 func init() {
@@ -73,7 +74,9 @@ two-line shell script in its extcap folder:
 
 (see docs/capture.md). The capture is the one emulab capture makes: a pcapng
 stream with the daemon's comment on every packet. Capture filters are not
-supported (every frame of the port is captured); use display filters.`,
+supported (every frame of the port is captured); use display filters. An
+InfiniBand port's options offer "Pad link packets" (--pad-links, as emulab
+capture's): Wireshark 4.0 shows an unpadded link packet as Malformed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fl.filterSet = cmd.Flags().Changed("extcap-capture-filter")
@@ -99,6 +102,7 @@ supported (every frame of the port is captured); use display filters.`,
 	f.StringVar(&fl.debugFile, "debug-file", "", "debug messages to `FILE`")
 	f.StringVar(&fl.reload, "extcap-reload-option", "", "reload an option's values (none to reload)")
 	f.UintVar(&fl.packets, "packets", 0, "stop after `N` packets (0: when Wireshark stops)")
+	f.BoolVar(&fl.padLinks, "pad-links", false, "pad InfiniBand link packets to 64 bytes so Wireshark 4.0 shows their fields")
 	rootCmd.AddCommand(cmd)
 }
 
@@ -221,8 +225,15 @@ func runExtcap(out, errOut io.Writer, fl *extcapFlags) error {
 		_, err := io.WriteString(out, dlt)
 		return err
 	case fl.config:
-		_, err := fmt.Fprintf(out, "arg {number=0}{call=--packets}{display=Stop after packets}{type=unsigned}{default=0}"+
-			"{tooltip=Stop the capture after this many packets (0: run until Wireshark stops it)}\n")
+		args := "arg {number=0}{call=--packets}{display=Stop after packets}{type=unsigned}{default=0}" +
+			"{tooltip=Stop the capture after this many packets (0: run until Wireshark stops it)}\n"
+		if i.IB {
+			// A boolflag is passed (without a value) only when checked.
+			args += "arg {number=1}{call=--pad-links}{display=Pad link packets to 64 bytes}{type=boolflag}{default=false}" +
+				"{tooltip=Wireshark 4.0 shows a correct 6-byte InfiniBand link (flow-control) packet as Malformed; " +
+				"padded with zeros after its real bytes it shows Op, FCTBS, VL, FCCL and LPCRC}\n"
+		}
+		_, err := io.WriteString(out, args)
 		return err
 	case fl.reload != "":
 		return nil // no option has values to reload
@@ -243,10 +254,18 @@ func runExtcap(out, errOut io.Writer, fl *extcapFlags) error {
 	if fl.fifo == "" {
 		return errors.New("--capture needs --fifo PATH")
 	}
+	if fl.padLinks && !i.IB {
+		return fmt.Errorf("--pad-links: %s is not a port of an InfiniBand lab; it carries no link packets to pad", i.Name)
+	}
 	debugf("capture %s (%s) to %s", i.Name, i.Ref, fl.fifo)
 	srcs, err := liveEndpoints(fl.stateDir, "", []string{i.Ref}, debugf)
 	if err != nil {
 		return err
+	}
+	if fl.padLinks {
+		if err := setPadLinks(srcs); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

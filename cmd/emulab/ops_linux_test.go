@@ -1072,3 +1072,45 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
+
+// TestExtcapPadLinks: an InfiniBand port's capture options offer padding
+// its link packets (Wireshark 4.0 shows an unpadded one as Malformed), as
+// emulab capture --pad-links does; a RoCE port's do not, and a capture of
+// one with --pad-links is refused rather than the flag ignored.
+func TestExtcapPadLinks(t *testing.T) {
+	root := t.TempDir()
+	fakeLab(t, root, &lab.LabInfo{Lab: "ib", Fabric: lab.FabricIB, Nodes: []lab.NodeInfo{
+		{Name: "sw1", Kind: lab.KindSwitch, Control: "/nonexistent/ctl-sw1.sock", Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:ib0"}}},
+		{Name: "h1", Kind: lab.KindNIC, Control: "/nonexistent/ctl-h1.sock", Ports: []lab.PortInfo{{Name: "ib0", Peer: "sw1:p1"}}},
+	}})
+	fakeLab(t, root, &lab.LabInfo{Lab: "roce", Nodes: []lab.NodeInfo{
+		{Name: "sw1", Kind: lab.KindSwitch, Control: "/nonexistent/ctl-sw1.sock", Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:eth0"}}},
+	}})
+	for _, iface := range []string{"emulab-ib-sw1-p1", "emulab-ib-h1-ib0"} {
+		out, err := runEmulab(t, "extcap", "--state-dir", root, "--extcap-interface", iface, "--extcap-config")
+		if err != nil || !strings.Contains(out, "{call=--pad-links}") || !strings.Contains(out, "{type=boolflag}") {
+			t.Errorf("%s --extcap-config: %q, %v; want a --pad-links boolflag", iface, out, err)
+		}
+	}
+	out, err := runEmulab(t, "extcap", "--state-dir", root, "--extcap-interface", "emulab-roce-sw1-p1", "--extcap-config")
+	if err != nil || strings.Contains(out, "pad-links") {
+		t.Errorf("RoCE --extcap-config: %q, %v; want no --pad-links", out, err)
+	}
+	_, err = runEmulab(t, "extcap", "--state-dir", root, "--extcap-interface", "emulab-roce-sw1-p1", "--capture", "--fifo", filepath.Join(root, "fifo"), "--pad-links")
+	if err == nil || !strings.Contains(err.Error(), "--pad-links: emulab-roce-sw1-p1 is not a port of an InfiniBand lab") {
+		t.Errorf("RoCE capture --pad-links: %v", err)
+	}
+}
+
+// TestSetPadLinks: emulab capture --pad-links asks every daemon of an
+// InfiniBand capture to pad, and refuses a RoCE lab's ports.
+func TestSetPadLinks(t *testing.T) {
+	ib := []*liveSource{{node: "sw1", lab: "a", link: capture.LinkTypeERF}, {node: "h1", lab: "a", link: capture.LinkTypeERF}}
+	if err := setPadLinks(ib); err != nil || !ib[0].padLinks || !ib[1].padLinks {
+		t.Errorf("IB sources: %v, pad %v %v", err, ib[0].padLinks, ib[1].padLinks)
+	}
+	roce := []*liveSource{{node: "sw1", lab: "r", link: capture.LinkTypeEthernet}}
+	if err := setPadLinks(roce); err == nil || !strings.Contains(err.Error(), "lab r is not InfiniBand") {
+		t.Errorf("RoCE source: %v", err)
+	}
+}

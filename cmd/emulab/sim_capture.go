@@ -41,7 +41,7 @@ type simCapture struct {
 	files   []*os.File
 	ib      bool
 	pad     bool
-	padBuf  [64]byte
+	padBuf  [capture.IBLinkPadSize]byte
 	err     error
 	packets uint64
 }

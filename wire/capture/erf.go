@@ -32,6 +32,14 @@ const (
 	ERFFlagVarLen    = 0x04 // varying-length record (always set by modern cards)
 	ERFFlagTrunc     = 0x08 // record truncated (not written by us)
 
+	// IBLinkPadSize is what a capture asked to pad link packets
+	// ("pad_links", --capture-pad-links, --pad-links) writes each one
+	// zero-padded to, the real 6 bytes first: Wireshark 4.0's
+	// infiniband_link dissector reads 8 (sometimes 48) bytes of LRH-like
+	// data before the link fields and shows a correct 6-byte record as
+	// Malformed.
+	IBLinkPadSize = 64
+
 	erfTypeExtBit = 0x80
 	erfExtSize    = 8
 	erfMaxRecord  = 0xFFFF
