@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/emufabric/emufabric/lab"
+)
+
+func init() {
+	var name, rate, delay, lossless, out string
+	var mtu int
+	cmd := &cobra.Command{
+		Use:   "topo SHAPE",
+		Short: "Write a lab file for a predefined topology (mininet's --topo shapes, and leaf-spine)",
+		Long: `topo writes the lab file of a predefined topology, to edit or to run as it is
+with up or sim. The shapes are mininet's, plus the leaf-spine of RDMA fabrics;
+arguments are positional or key=value:
+
+  single,N                 one switch s1, hosts h1..hN
+  linear,K[,N]             switches s1..sK in a line, N hosts on each (default 1)
+  tree,depth=D,fanout=F    a tree of switches D deep (default 1), F below each (default 2)
+  leafspine,L,S[,H]        leaves leaf1..leafL, each linked to every spine
+                           spine1..spineS, H hosts per leaf (default 2)
+
+Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order. The file is
+checked as up and sim check it before it is written.`,
+		Example: `  emulab topo single,4 > star.yaml
+  emulab topo leafspine,4,2,4 --lossless 3 -o fabric.yaml && sudo emulab up fabric.yaml
+  emulab topo tree,depth=2,fanout=3 --rate 25G --delay 2us | emulab sim /dev/stdin`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if name == "" {
+				name, _, _ = strings.Cut(args[0], ",")
+			}
+			t, err := lab.ParseTopo(name, args[0])
+			if err != nil {
+				return &exitError{code: exitBadLabFile, err: err}
+			}
+			t.Defaults = lab.LinkOpts{Rate: rate, Delay: delay, MTU: mtu}
+			if lossless != "" {
+				t.Lossless = []int{}
+				for _, p := range strings.Split(lossless, ",") {
+					n, err := strconv.Atoi(strings.TrimSpace(p))
+					if err != nil || n < 0 || n > 7 {
+						return &exitError{code: exitBadLabFile, err: fmt.Errorf("--lossless %q: priorities 0 to 7, comma-separated", lossless)}
+					}
+					t.Lossless = append(t.Lossless, n)
+				}
+			}
+			if _, err := t.Spec(); err != nil {
+				return &exitError{code: exitBadLabFile, err: fmt.Errorf("topology %s: %w", args[0], err)}
+			}
+			if out == "" || out == "-" {
+				_, err = cmd.OutOrStdout().Write(t.YAML())
+				return err
+			}
+			return os.WriteFile(out, t.YAML(), 0o644)
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "the lab's name (default: the shape's, e.g. leafspine)")
+	cmd.Flags().StringVar(&rate, "rate", "100G", "every link's rate")
+	cmd.Flags().StringVar(&delay, "delay", "1us", "every link's propagation delay")
+	cmd.Flags().IntVar(&mtu, "mtu", 4200, "every link's MTU (4200 carries a 4096-byte RDMA payload)")
+	cmd.Flags().StringVar(&lossless, "lossless", "", "priorities made lossless (PFC) on every switch, e.g. 3")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "write the file here (default: standard output)")
+	rootCmd.AddCommand(cmd)
+}

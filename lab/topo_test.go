@@ -1,0 +1,100 @@
+package lab
+
+import (
+	"strings"
+	"testing"
+)
+
+// The predefined shapes make the labs mininet's --topo makes, and every
+// one is a valid lab file.
+func TestParseTopo(t *testing.T) {
+	for _, c := range []struct {
+		spec                    string
+		hosts, switches, links  int
+		firstLink, lastLinkEnds string
+	}{
+		{"single,3", 3, 1, 3, "h1:eth0 s1:p1", "h3:eth0 s1:p3"},
+		{"linear,3", 3, 3, 5, "h1:eth0 s1:p1", "s2:p3 s3:p2"},
+		{"linear,k=2,n=2", 4, 2, 5, "h1:eth0 s1:p1", "s1:p3 s2:p3"},
+		{"tree,depth=2,fanout=2", 4, 3, 6, "h1:eth0 s2:p1", "s3:p3 s1:p2"},
+		{"tree", 2, 1, 2, "h1:eth0 s1:p1", "h2:eth0 s1:p2"},
+		{"leafspine,2,2", 4, 4, 8, "h1:eth0 leaf1:p1", "leaf2:p4 spine2:p2"},
+		{"leafspine,leaves=4,spines=2,hosts=4", 16, 6, 24, "h1:eth0 leaf1:p1", "leaf4:p6 spine2:p4"},
+	} {
+		tp, err := ParseTopo("gen", c.spec)
+		if err != nil {
+			t.Errorf("%s: %v", c.spec, err)
+			continue
+		}
+		s, err := tp.Spec()
+		if err != nil {
+			t.Errorf("%s: the generated file does not parse: %v\n%s", c.spec, err, tp.YAML())
+			continue
+		}
+		if len(s.NICs()) != c.hosts || len(s.Switches()) != c.switches || len(s.Links) != c.links {
+			t.Errorf("%s: %d hosts, %d switches, %d links; want %d, %d, %d", c.spec, len(s.NICs()), len(s.Switches()), len(s.Links), c.hosts, c.switches, c.links)
+			continue
+		}
+		ends := func(l *Link) string { return l.A.String() + " " + l.B.String() }
+		if got := ends(s.Links[0]); got != c.firstLink {
+			t.Errorf("%s: first link %s, want %s", c.spec, got, c.firstLink)
+		}
+		if got := ends(s.Links[len(s.Links)-1]); got != c.lastLinkEnds {
+			t.Errorf("%s: last link %s, want %s", c.spec, got, c.lastLinkEnds)
+		}
+		if s.Links[0].Rate != 100e9 || s.Links[0].MTU != 4200 {
+			t.Errorf("%s: link rate %d MTU %d, want the defaults 100G and 4200", c.spec, s.Links[0].Rate, s.Links[0].MTU)
+		}
+		// Every host reaches every other.
+		for _, a := range s.NICs() {
+			for _, b := range s.NICs() {
+				if a != b {
+					if _, err := s.Path(a, b); err != nil {
+						t.Errorf("%s: %s to %s: %v", c.spec, a.Name, b.Name, err)
+					}
+				}
+			}
+		}
+	}
+	for spec, want := range map[string]string{
+		"ring,3":                `unknown shape "ring"`,
+		"single":                "n is missing",
+		"single,0":              "a whole number from 1 to 256",
+		"single,x":              "a whole number from 1 to 256",
+		"linear,3,depth=2":      `unknown argument "depth"`,
+		"tree,depth=9,fanout=4": "at most 256",
+		"leafspine,2":           "spines is missing",
+	} {
+		if _, err := ParseTopo("gen", spec); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one saying %q", spec, err, want)
+		}
+	}
+}
+
+// The builder: mininet's verbs, per-link options, lossless priorities,
+// and a mistake reported as a lab file's error.
+func TestTopoBuilder(t *testing.T) {
+	tp := NewTopo("built")
+	tp.Lossless = []int{3}
+	s1 := tp.AddSwitch("s1")
+	tp.AddLink(tp.AddHost("h1"), s1, LinkOpts{Rate: "25G", Delay: "5us"})
+	tp.AddLink(tp.AddHost("h2"), s1, LinkOpts{Loss: 0.01})
+	s, err := tp.Spec()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, tp.YAML())
+	}
+	if l := s.Links[0]; l.Rate != 25e9 || l.Delay != 5*1000*1000 {
+		t.Errorf("h1's link: rate %d delay %v, want 25G 5us", l.Rate, l.Delay)
+	}
+	if l := s.Links[1]; l.Loss != 0.01 || l.Rate != 100e9 {
+		t.Errorf("h2's link: loss %v rate %d, want 0.01 at the default 100G", l.Loss, l.Rate)
+	}
+	if !strings.Contains(string(tp.YAML()), `pfc_enable: "3"`) {
+		t.Errorf("lossless priority 3 not in the file:\n%s", tp.YAML())
+	}
+	bad := NewTopo("bad")
+	bad.AddLink(bad.AddHost("h1"), "nosuch", LinkOpts{})
+	if _, err := bad.Spec(); err == nil || !strings.Contains(err.Error(), "nosuch") {
+		t.Errorf("a link to a node never added: %v, want an error naming it", err)
+	}
+}
