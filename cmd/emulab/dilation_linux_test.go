@@ -62,7 +62,7 @@ func TestPerfTimeDilation(t *testing.T) {
 	const size, iters = 65536, 1000
 	js := filepath.Join(t.TempDir(), "w.json")
 	t0 := time.Now()
-	out = e.mustRun(t, "perf", "write_bw", l.node("h1"), l.node("h2"), "-s", "65536", "-n", "1000", "--report_gbits", "--out_json", js)
+	out = e.mustRun(t, "perf", "write_bw", l.node("h1"), l.node("h2"), "-s", "65536", "-n", "1000", "--report_gbits", "--out_json_file", js)
 	wall := time.Since(t0)
 	if !strings.Contains(out, " Time dilation   : 4 (rates and times in the lab's time") || !strings.Contains(out, "data check: the destination memory") {
 		t.Errorf("write_bw output:\n%s", out)

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -78,6 +80,49 @@ const (
 	perfMaxSeconds = 3600
 )
 
+// perfDefJSONFile is perftest's DEFAULT_JSON_FILE_NAME: --out_json
+// without --out_json_file writes it in the working directory.
+const perfDefJSONFile = "perftest_out.json"
+
+// perfJSONPath is the file --out_json and --out_json_file name, "" for
+// none. perftest's --out_json is a switch and --out_json_file the name;
+// a name given alone implies the switch here (perftest would ignore it
+// and write nothing, which no one giving a name wants).
+func perfJSONPath(on bool, file string) string {
+	switch {
+	case file != "":
+		return file
+	case on:
+		return perfDefJSONFile
+	}
+	return ""
+}
+
+// perfArgs is TEST SRC DST. A fourth argument after --out_json is a file
+// name given the way --out_json took one before it was perftest's switch:
+// say where the name goes instead of "accepts 3 arg(s)".
+func perfArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 4 && cmd.Flags().Changed("out_json") {
+		return fmt.Errorf("accepts 3 arg(s), received 4: --out_json is a switch (perftest's) and takes no file; "+
+			"name the file with --out_json_file FILE (default %s)", perfDefJSONFile)
+	}
+	return cobra.ExactArgs(3)(cmd, args)
+}
+
+// checkJSONDir refuses an --out_json_file whose directory is not there
+// before the run, not after it: a sweep's results are minutes of work.
+func checkJSONDir(path string) error {
+	dir := filepath.Dir(path)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("--out_json_file %s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("--out_json_file %s: %s is not a directory", path, dir)
+	}
+	return nil
+}
+
 // perfFlags are the perftest options `emulab perf` takes, with perftest's
 // letters and meanings. The *Set fields say whether the user gave the
 // flag (cobra's Changed), so defaults can depend on the test.
@@ -102,7 +147,11 @@ type perfFlags struct {
 	sl       int
 	tos      int // -1: the NIC's RoCE traffic class
 	timeout  int // -u: 0 is the NIC's default (14)
-	outJSON  string
+	// --out_json is perftest's switch, --out_json_file the file's name;
+	// outJSON is the file written, "" for none (perfJSONPath).
+	outJSONOn   bool
+	outJSONFile string
+	outJSON     string
 }
 
 // perfPlan is what a run does, derived from the flags.

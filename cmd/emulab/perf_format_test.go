@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -372,6 +374,56 @@ func TestPerfPerftestFlags(t *testing.T) {
 		if err == nil || err.Error() != c.want {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
+	}
+}
+
+// TestPerfOutJSONFlag: --out_json is perftest's switch and
+// --out_json_file the name. When --out_json took a file, "--out_json -a"
+// wrote the results of one size to a file named -a, and perftest's
+// "--out_json --out_json_file=r.json" ran the test and then failed to
+// open a file named "--out_json_file=r.json".
+func TestPerfOutJSONFlag(t *testing.T) {
+	dir := t.TempDir()
+	if p := perfJSONPath(true, ""); p != perfDefJSONFile {
+		t.Errorf("--out_json alone: %q", p)
+	}
+	if p := perfJSONPath(true, "r.json"); p != "r.json" {
+		t.Errorf("--out_json --out_json_file r.json: %q", p)
+	}
+	if p := perfJSONPath(false, "r.json"); p != "r.json" {
+		t.Errorf("--out_json_file r.json alone: %q", p)
+	}
+	if p := perfJSONPath(false, ""); p != "" {
+		t.Errorf("neither: %q", p)
+	}
+
+	_, _, err := runSubcommand(t, "perf", "write_bw", "h1", "h2", "--state-dir", dir, "--out_json", "-a")
+	if err == nil || !strings.Contains(err.Error(), "no lab is up") {
+		t.Errorf("--out_json -a without a lab: %v", err)
+	}
+	c, _, _ := rootCmd.Find([]string{"perf"})
+	if !c.Flags().Lookup("all").Changed {
+		t.Errorf("--out_json -a: -a was not taken as -a/--all")
+	}
+	if _, err := os.Stat("-a"); err == nil {
+		t.Errorf("--out_json -a wrote a file named -a")
+	}
+
+	_, _, err = runSubcommand(t, "perf", "write_bw", "h1", "h2", "--state-dir", dir, "--out_json", "--out_json_file="+filepath.Join(dir, "r.json"))
+	if err == nil || !strings.Contains(err.Error(), "no lab is up") {
+		t.Errorf("--out_json --out_json_file=FILE without a lab: %v", err)
+	}
+
+	_, _, err = runSubcommand(t, "perf", "write_bw", "h1", "h2", "--state-dir", dir, "--out_json", filepath.Join(dir, "r.json"))
+	if err == nil || !strings.Contains(err.Error(), "--out_json is a switch (perftest's) and takes no file; name the file with --out_json_file FILE") {
+		t.Errorf("--out_json FILE: %v", err)
+	}
+
+	// A directory that is not there is refused before the run.
+	bad := filepath.Join(dir, "no", "such", "r.json")
+	_, _, err = runSubcommand(t, "perf", "write_bw", "h1", "h2", "--state-dir", dir, "--out_json_file", bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "--out_json_file "+bad+": ") {
+		t.Errorf("--out_json_file in a missing directory: %v", err)
 	}
 }
 

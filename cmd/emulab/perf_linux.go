@@ -55,10 +55,14 @@ posted by emulab).
 perftest's flags for what the lab decides (-d, -i, -x, -p, -R, -F, -I) are
 taken and noted as ignored, so a pasted perftest command line runs.
 
+--out_json is perftest's switch: the results go to --out_json_file FILE, or
+perftest_out.json in the working directory (a file name given alone implies
+--out_json).
+
 In a lab with time_dilation N (the lab file's key) every rate and time is
 reported in the lab's time: rates N times, latencies 1/N of what the wall
 clock saw, and -D counts seconds of the lab's time.`,
-		Args: cobra.ExactArgs(3),
+		Args: perfArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f := cmd.Flags()
 			fl.sizeSet = f.Changed("size")
@@ -66,9 +70,7 @@ clock saw, and -D counts seconds of the lab's time.`,
 			fl.durSet = f.Changed("duration")
 			fl.cqModSet = f.Changed("cq-mod")
 			fl.txSet = f.Changed("tx-depth")
-			if f.Changed("out_json_file") && !f.Changed("out_json") {
-				fl.outJSON, _ = f.GetString("out_json_file")
-			}
+			fl.outJSON = perfJSONPath(fl.outJSONOn, fl.outJSONFile)
 			if err := perfIgnored(f, cmd.ErrOrStderr()); err != nil {
 				return err
 			}
@@ -94,8 +96,8 @@ clock saw, and -D counts seconds of the lab's time.`,
 	f.IntVarP(&fl.tos, "tos", "T", -1, "IP traffic class (DSCP<<2 | ECN); default the NIC's RoCE DSCP (26: priority 3)")
 	f.IntVarP(&fl.timeout, "qp-timeout", "u", 0, "local ACK timeout: 4.096 us x 2^`U` (default the NIC's, 14: 67 ms)")
 	f.BoolVar(&fl.gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MiB/sec")
-	f.StringVar(&fl.outJSON, "out_json", "", "also write the results as JSON to `FILE`")
-	f.String("out_json_file", "", "the same as --out_json (perftest's spelling)")
+	f.BoolVar(&fl.outJSONOn, "out_json", false, "also write the results as JSON, to --out_json_file ("+perfDefJSONFile+" in the working directory unless given)")
+	f.StringVar(&fl.outJSONFile, "out_json_file", "", "the JSON file's name, `FILE` (given alone, it implies --out_json)")
 	addPerfIgnored(f)
 	cmd.SetFlagErrorFunc(perfFlagError)
 	rootCmd.AddCommand(cmd)
@@ -109,6 +111,11 @@ func runPerf(out io.Writer, args []string, fl *perfFlags) error {
 	plan, err := fl.plan(test)
 	if err != nil {
 		return err
+	}
+	if plan.outJSON != "" {
+		if err := checkJSONDir(plan.outJSON); err != nil {
+			return err
+		}
 	}
 	src, err := lab.ResolveNIC(fl.stateDir, args[1])
 	if err != nil {
@@ -200,7 +207,7 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			}
 		}
 		if err := writePerfJSONFile(plan.outJSON, info, results); err != nil {
-			return fmt.Errorf("--out_json %s: %w", plan.outJSON, err)
+			return fmt.Errorf("--out_json_file %s: %w", plan.outJSON, err)
 		}
 	}
 	return goneHint(retryHint(runErr, plan), src.Lab)

@@ -50,7 +50,7 @@ func TestPerfLab(t *testing.T) {
 
 	t.Run("write_bw", func(t *testing.T) {
 		js := filepath.Join(dir, "write_bw.json")
-		out := e.mustRun(t, "perf", "write_bw", h1, h2, "-s", "65536", "-m", "4096", "-n", "2000", "--report_gbits", "--out_json", js)
+		out := e.mustRun(t, "perf", "write_bw", h1, h2, "-s", "65536", "-m", "4096", "-n", "2000", "--report_gbits", "--out_json", "--out_json_file", js)
 		for _, want := range []string{perfLine, "RDMA_Write BW Test", " Mtu             : 4096[B]", " TX depth        : 128", " CQ Moderation   : 100",
 			"GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:01", "GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:02", "data check: the destination memory"} {
 			if !strings.Contains(out, want) {
@@ -174,7 +174,7 @@ func TestPerfLab(t *testing.T) {
 
 	t.Run("write_bw-all", func(t *testing.T) {
 		js := filepath.Join(dir, "all.json")
-		out := e.mustRun(t, "perf", "write_bw", h1, h2, "-a", "-n", "5", "--out_json", js)
+		out := e.mustRun(t, "perf", "write_bw", h1, h2, "-a", "-n", "5", "--out_json_file", js)
 		var sizes []string
 		for _, ln := range strings.Split(out, "\n") {
 			if f := strings.Fields(ln); len(f) == 5 && f[1] == "5" {
@@ -204,7 +204,7 @@ func TestPerfLab(t *testing.T) {
 	} {
 		t.Run(c.test, func(t *testing.T) {
 			js := filepath.Join(dir, c.test+".json")
-			out := e.mustRun(t, "perf", c.test, h1, h2, "-n", "200", "-s", "64", "--out_json", js)
+			out := e.mustRun(t, "perf", c.test, h1, h2, "-n", "200", "-s", "64", "--out_json", "--out_json_file="+js)
 			if !strings.Contains(out, c.title) || !strings.Contains(out, " TX depth        : 1\n") {
 				t.Errorf("%s:\n%s", c.test, out)
 			}
@@ -283,7 +283,8 @@ func TestPerfLab(t *testing.T) {
 			{[]string{"write_bw", h1, h2, "-s", "x"}, "-s/--size x: a whole number of bytes"},
 			{[]string{"write_bw", h1, h2, "--bogus"}, "unknown flag: --bogus"},
 			{[]string{"write_bw", h1}, "accepts 3 arg(s), received 2"},
-			{[]string{"write_bw", h1, h2, "--out_json", filepath.Join(dir, "no", "such", "dir.json")}, "--out_json " + filepath.Join(dir, "no", "such", "dir.json")},
+			{[]string{"write_bw", h1, h2, "--out_json_file", filepath.Join(dir, "no", "such", "dir.json")}, "--out_json_file " + filepath.Join(dir, "no", "such", "dir.json")},
+			{[]string{"write_bw", h1, h2, "--out_json", filepath.Join(dir, "r.json")}, "--out_json is a switch (perftest's) and takes no file"},
 		} {
 			out, errOut, code := e.run(t, "perf", c.args...)
 			if code == 0 || !strings.Contains(errOut, c.want) {
