@@ -207,26 +207,44 @@ func TestPerfJSON(t *testing.T) {
 		t.Errorf("test_info %v", doc.TestInfo)
 	}
 
-	// Latency, and several sizes: results is a list.
+	// One size: all_results is a list of that one object.
+	var one struct {
+		AllResults []map[string]any `json:"all_results"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &one); err != nil || len(one.AllResults) != 1 || one.AllResults[0]["BW_average"] != 10.0 {
+		t.Errorf("all_results of one size: %v\n%s", err, b.String())
+	}
+
+	// Latency, and several sizes (-a): results is still one object, the
+	// last size's (what perftest's file holds), all_results every size.
 	b.Reset()
 	st := newLatStats(2, []time.Duration{time.Microsecond, 3 * time.Microsecond}, time.Second)
 	st.Verified = true
-	if err := writePerfJSON(&b, perfJSONInfo{Test: "Send Latency Test"}, []any{latResultJSON(st, false), latResultJSON(st, false)}); err != nil {
+	st2 := st
+	st2.Size = 4
+	if err := writePerfJSON(&b, perfJSONInfo{Test: "Send Latency Test"}, []any{latResultJSON(st, false), latResultJSON(st2, false)}); err != nil {
 		t.Fatal(err)
 	}
 	var lat struct {
-		Results []map[string]any `json:"results"`
+		Results    map[string]any   `json:"results"`
+		AllResults []map[string]any `json:"all_results"`
 	}
-	if err := json.Unmarshal(b.Bytes(), &lat); err != nil || len(lat.Results) != 2 {
+	if err := json.Unmarshal(b.Bytes(), &lat); err != nil || len(lat.AllResults) != 2 {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
+	if lat.Results["MsgSize"] != 4.0 || lat.AllResults[0]["MsgSize"] != 2.0 || lat.AllResults[1]["MsgSize"] != 4.0 {
+		t.Errorf("-a: results %v, all_results %v", lat.Results, lat.AllResults)
+	}
 	for _, k := range []string{"t_min", "t_max", "t_typical", "t_avg", "t_stdev", "percentile_99", "percentile_99.9"} {
-		if _, ok := lat.Results[0][k]; !ok {
-			t.Errorf("latency results lack %q: %v", k, lat.Results[0])
+		if _, ok := lat.Results[k]; !ok {
+			t.Errorf("latency results lack %q: %v", k, lat.Results)
 		}
 	}
-	if lat.Results[0]["t_avg"] != 2.0 || lat.Results[0]["t_max"] != 3.0 {
-		t.Errorf("latency results %v", lat.Results[0])
+	if lat.AllResults[0]["t_avg"] != 2.0 || lat.AllResults[0]["t_max"] != 3.0 {
+		t.Errorf("latency results %v", lat.AllResults[0])
+	}
+	if err := writePerfJSON(&b, perfJSONInfo{}, nil); err == nil {
+		t.Errorf("a document without a result was written")
 	}
 	// Duration mode has t_avg and tps_average only.
 	j := latResultJSON(st, true)

@@ -57,7 +57,21 @@ taken and noted as ignored, so a pasted perftest command line runs.
 
 --out_json is perftest's switch: the results go to --out_json_file FILE, or
 perftest_out.json in the working directory (a file name given alone implies
---out_json).
+--out_json). The document is one object, the same shape whatever the flags:
+
+  "test_info"    the banner's keys (test, Device, Number_of_qps, TX_depth,
+                 CQ_Moderation, Mtu, Link_type, ...), BW_unit (MiB/sec or
+                 Gb/sec) for the bandwidth tests, src, dst, time_dilation
+  "results"      one object, perftest's: the size run, or with -a the last
+                 (perftest's file holds the last size too)
+  "all_results"  a list of one such object per size, in the order run (one
+                 element without -a)
+
+A result has MsgSize, n_iterations and data_verified, and for the bandwidth
+tests BW_peak, BW_average (in BW_unit) and MsgRate (Mpps); for the latency
+tests t_min, t_max, t_typical, t_avg, t_stdev, percentile_99 and
+percentile_99.9 (usec), or with -D t_avg and tps_average. The values are the
+table's, digit for digit.
 
 In a lab with time_dilation N (the lab file's key) every rate and time is
 reported in the lab's time: rates N times, latencies 1/N of what the wall

@@ -188,13 +188,16 @@ func TestPerfLab(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc struct {
-			Results []struct {
-				MsgSize  int  `json:"MsgSize"`
-				Verified bool `json:"data_verified"`
-			} `json:"results"`
+		type result struct {
+			MsgSize  int  `json:"MsgSize"`
+			Verified bool `json:"data_verified"`
 		}
-		if err := json.Unmarshal(b, &doc); err != nil || len(doc.Results) != 23 || doc.Results[22].MsgSize != 1<<23 || !doc.Results[22].Verified {
+		var doc struct {
+			Results    result   `json:"results"`
+			AllResults []result `json:"all_results"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || len(doc.AllResults) != 23 || doc.AllResults[0].MsgSize != 2 ||
+			doc.AllResults[22].MsgSize != 1<<23 || !doc.AllResults[22].Verified || doc.Results != doc.AllResults[22] {
 			t.Errorf("-a --out_json: %v\n%s", err, b)
 		}
 	})

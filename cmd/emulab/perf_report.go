@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -258,11 +259,18 @@ func writeBanner(w io.Writer, b perfBanner) {
 	}
 }
 
-// perfJSON is --out_json's document: perftest's "test_info" and
-// "results" objects. With -a, "results" is a list of one object per size.
+// perfJSON is --out_json's document, one schema whatever the flags:
+// perftest's "test_info" and "results" objects, "results" always the
+// object of one size (with -a the last, the one perftest's file is left
+// holding: it rewrites the file after each size), so a script reading
+// perftest's results["BW_average"] reads ours; and "all_results", always
+// a list of every size's object in the order run (one element without
+// -a). A "results" that was a list with -a and an object without broke
+// every script on one of the two.
 type perfJSON struct {
-	TestInfo perfJSONInfo `json:"test_info"`
-	Results  any          `json:"results"`
+	TestInfo   perfJSONInfo `json:"test_info"`
+	Results    any          `json:"results"`
+	AllResults []any        `json:"all_results"`
 }
 
 type perfJSONInfo struct {
@@ -337,14 +345,12 @@ func latResultJSON(s latStats, duration bool) latJSON {
 }
 
 // writePerfJSON writes the document; results holds bwJSON or latJSON
-// values, one per size.
+// values, one per size, at least one.
 func writePerfJSON(w io.Writer, info perfJSONInfo, results []any) error {
-	doc := perfJSON{TestInfo: info}
-	if len(results) == 1 {
-		doc.Results = results[0]
-	} else {
-		doc.Results = results
+	if len(results) == 0 {
+		return errors.New("no result to write")
 	}
+	doc := perfJSON{TestInfo: info, Results: results[len(results)-1], AllResults: results}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
