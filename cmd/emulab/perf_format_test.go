@@ -154,7 +154,7 @@ func TestPerfTables(t *testing.T) {
 	for i := 1; i <= 1000; i++ {
 		samples = append(samples, time.Duration(i)*time.Microsecond)
 	}
-	st := newLatStats(2, samples, time.Second)
+	st := newLatStats(2, samples, time.Second, false)
 	writeLatHeader(&b, false)
 	writeLatRow(&b, st, false)
 	lines := strings.Split(b.String(), "\n")
@@ -162,10 +162,14 @@ func TestPerfTables(t *testing.T) {
 		t.Errorf("latency table:\n%s", b.String())
 	}
 	f := strings.Fields(lines[2])
-	if strings.Join(f, " ") != "2 1000 1.00 1000.00 501.00 500.50 288.67 990.00 999.00" {
+	// perftest's print_report_lat: the two largest (999 and 1000) left
+	// out of typical, avg and stdev; t_max the sample at index 998 (999),
+	// 99% and 99.9% at indexes ceil(998 x 0.99) = 989 and 998.
+	if strings.Join(f, " ") != "2 1000 1.00 999.00 499.50 499.50 288.10 990.00 999.00" {
 		t.Errorf("latency row fields %q", f)
 	}
 	b.Reset()
+	st = newLatStats(2, samples, time.Second, true)
 	writeLatHeader(&b, true)
 	writeLatRow(&b, st, true)
 	if !strings.Contains(b.String(), perfHeadLatDur) || strings.Join(strings.Fields(strings.Split(b.String(), "\n")[2]), " ") != "2 1000 500.50 1000.00" {
@@ -173,12 +177,43 @@ func TestPerfTables(t *testing.T) {
 	}
 }
 
+// TestLatStats: the latency columns are perftest's print_report_lat's.
+// They were every sample's, so a run's straggler (the first message's
+// setup, a descheduled daemon) was its t_max and moved its t_avg and
+// t_stdev where perftest leaves the two largest out.
 func TestLatStats(t *testing.T) {
-	st := newLatStats(64, []time.Duration{4 * time.Microsecond, 2 * time.Microsecond, 6 * time.Microsecond, 8 * time.Microsecond}, 0)
-	if st.Min != 2 || st.Max != 8 || st.Avg != 5 || st.Typical != 6 || math.Abs(st.Stdev-math.Sqrt(5)) > 1e-9 || st.P99 != 8 || st.P999 != 8 || st.TPS != 0 {
+	st := newLatStats(64, []time.Duration{4 * time.Microsecond, 2 * time.Microsecond, 6 * time.Microsecond, 8 * time.Microsecond}, 0, false)
+	// m = 2 of 4 kept: {2, 4}; t_max and the percentiles at index 2.
+	if st.Iters != 4 || st.Min != 2 || st.Max != 6 || st.Avg != 3 || st.Typical != 3 || st.Stdev != 1 || st.P99 != 6 || st.P999 != 6 || st.TPS != 0 {
 		t.Errorf("stats %+v", st)
 	}
-	if st := newLatStats(2, nil, time.Second); st.Iters != 0 || st.Avg != 0 {
+	// 1000 samples of 10 us and a straggler of 4 ms: perftest's figures
+	// do not see it.
+	var s []time.Duration
+	for range 1000 {
+		s = append(s, 10*time.Microsecond)
+	}
+	s = append(s, 4*time.Millisecond)
+	st = newLatStats(2, s, 0, false)
+	if st.Iters != 1001 || st.Max != 10 || st.Avg != 10 || st.Stdev != 0 || st.P999 != 10 {
+		t.Errorf("a straggler: %+v", st)
+	}
+	// Two: t_max is the second largest, the rest still do not see them.
+	s = append(s, 4*time.Millisecond)
+	st = newLatStats(2, s, 0, false)
+	if st.Iters != 1002 || st.Max != 4000 || st.Avg != 10 || st.Stdev != 0 || st.P999 != 10 {
+		t.Errorf("two stragglers: %+v", st)
+	}
+	// An odd count kept: the middle sample.
+	if st := newLatStats(2, []time.Duration{1000, 3000, 2000, 9000, 9000}, 0, false); st.Typical != 2 || st.Max != 9 {
+		t.Errorf("odd: %+v", st)
+	}
+	// Duration mode is print_report_lat_duration's: the run's time over
+	// its count, every sample in.
+	if st := newLatStats(2, s, 2*time.Second, true); math.Abs(st.Avg-(10*1000+8000)/1002.0) > 1e-9 || st.TPS != 501 {
+		t.Errorf("duration: %+v", st)
+	}
+	if st := newLatStats(2, nil, time.Second, false); st.Iters != 0 || st.Avg != 0 {
 		t.Errorf("no samples: %+v", st)
 	}
 }
@@ -218,7 +253,7 @@ func TestPerfJSON(t *testing.T) {
 	// Latency, and several sizes (-a): results is still one object, the
 	// last size's (what perftest's file holds), all_results every size.
 	b.Reset()
-	st := newLatStats(2, []time.Duration{time.Microsecond, 3 * time.Microsecond}, time.Second)
+	st := newLatStats(2, []time.Duration{time.Microsecond, 3 * time.Microsecond}, time.Second, false)
 	st.Verified = true
 	st2 := st
 	st2.Size = 4

@@ -317,7 +317,7 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutco
 			}
 			durationsToLabTime(samples, plan.dilation)
 			wall /= time.Duration(max(plan.dilation, 1))
-			st := newLatStats(size, samples, wall)
+			st := newLatStats(size, samples, wall, plan.duration > 0)
 			verr := verifyLatency(conns[0].pair, op, size, before)
 			st.Verified = verr == nil
 			writeLatRow(out, st, plan.duration > 0)

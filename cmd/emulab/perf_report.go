@@ -85,8 +85,8 @@ func writeBWRow(w io.Writer, r bwRow, gbits bool) {
 }
 
 // latStats are perftest's latency statistics of one size, in
-// microseconds. Typical is the median; the percentiles are by nearest
-// rank over the sorted samples, as perftest indexes its sorted array.
+// microseconds, computed as perftest's print_report_lat computes them
+// (perftest_parameters.c): see newLatStats.
 type latStats struct {
 	Size    int
 	Iters   int
@@ -102,35 +102,70 @@ type latStats struct {
 	Verified bool
 }
 
-func newLatStats(size int, samples []time.Duration, wall time.Duration) latStats {
+// perfLatTail is perftest's LAT_MEASURE_TAIL: the largest samples left
+// out of the statistics, a run's stragglers (the first message's setup,
+// a descheduled daemon) that would otherwise move its t_typical, t_avg
+// and t_stdev (t_max is the largest but one).
+const perfLatTail = 2
+
+// newLatStats is print_report_lat's arithmetic over the sorted samples
+// (perftest_parameters.c): the perfLatTail largest are left out; of the
+// m left, t_typical is the median (the mean of the middle two when m is
+// even), t_avg and t_stdev their mean and standard deviation, t_max the
+// sample at index m (so the second largest of all), and the
+// percentiles the samples at index ceil(m x p), one past the nearest
+// rank. (perftest squares each deviation truncated to an int; that
+// truncation is a bug and is not reproduced.) Iters is every sample.
+//
+// A duration run (duration) is print_report_lat_duration's: t_avg is the
+// mean of every sample (perftest divides the run's time by its count)
+// and TPS the samples over the wall time.
+func newLatStats(size int, samples []time.Duration, wall time.Duration, duration bool) latStats {
 	st := latStats{Size: size, Iters: len(samples)}
 	if len(samples) == 0 {
 		return st
 	}
 	us := make([]float64, len(samples))
-	sum := 0.0
 	for i, s := range samples {
 		us[i] = float64(s) / float64(time.Microsecond)
-		sum += us[i]
+	}
+	if wall > 0 {
+		st.TPS = float64(len(us)) / wall.Seconds()
+	}
+	if duration {
+		sum := 0.0
+		for _, v := range us {
+			sum += v
+		}
+		st.Avg = sum / float64(len(us))
+		return st
 	}
 	slices.Sort(us)
-	n := float64(len(us))
-	st.Min, st.Max = us[0], us[len(us)-1]
-	st.Avg = sum / n
-	st.Typical = us[len(us)/2]
+	m := len(us) - perfLatTail
+	if m < 1 {
+		m = len(us)
+	}
+	at := func(k int) float64 { return us[min(k, len(us)-1)] }
+	st.Min, st.Max = us[0], at(m)
+	if m%2 == 0 {
+		st.Typical = (us[m/2] + us[m/2-1]) / 2
+	} else {
+		st.Typical = us[m/2]
+	}
+	sum := 0.0
+	for _, v := range us[:m] {
+		sum += v
+	}
+	st.Avg = sum / float64(m)
 	var ss float64
-	for _, v := range us {
+	for _, v := range us[:m] {
 		ss += (v - st.Avg) * (v - st.Avg)
 	}
-	st.Stdev = math.Sqrt(ss / n)
-	rank := func(p float64) float64 {
-		k := int(math.Ceil(p/100*n-1e-9)) - 1 // 0.999*1000 is 999.0000000000001
-		return us[min(max(k, 0), len(us)-1)]
-	}
-	st.P99, st.P999 = rank(99), rank(99.9)
-	if wall > 0 {
-		st.TPS = n / wall.Seconds()
-	}
+	st.Stdev = math.Sqrt(ss / float64(m))
+	// In float64 as perftest's ceil(measure_cnt * 0.99) is in C's double,
+	// so the index is perftest's even where the product is off by an ulp.
+	rank := func(p float64) float64 { return at(int(math.Ceil(float64(m) * p))) }
+	st.P99, st.P999 = rank(0.99), rank(0.999)
 	return st
 }
 
