@@ -300,6 +300,9 @@ var perfIgnoredFlags = []struct {
 	{"rdma_cm", "R", "the QPs are connected over the emunics' control sockets", true},
 	{"CPU-freq", "F", "latencies are timed with the clock, not the CPU's cycle counter", true},
 	{"inline_size", "I", "the emulated RNIC posts no inline data", false},
+	{"events", "e", "the loops run in the emunics, polling their CQs", true},
+	{"margin", "f", "-D measures the whole duration, without warm-up margins", false},
+	{"rx-depth", "r", "send_bw keeps the receive queue stocked at twice the TX depth (at least 128)", false},
 }
 
 func addPerfIgnored(f *pflag.FlagSet) {

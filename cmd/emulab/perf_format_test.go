@@ -406,11 +406,11 @@ func TestBannerReadAndLat(t *testing.T) {
 // and a number flag given something else says what it wants.
 func TestPerfPerftestFlags(t *testing.T) {
 	dir := t.TempDir()
-	_, errOut, err := runSubcommand(t, "perf", "write_bw", "h1", "h2", "--state-dir", dir, "-d", "mlx5_0", "-x", "3", "-F", "-c", "RC", "--report_gbits")
+	_, errOut, err := runSubcommand(t, "perf", "write_bw", "h1", "h2", "--state-dir", dir, "-d", "mlx5_0", "-x", "3", "-F", "-c", "RC", "--report_gbits", "-e", "-f", "2", "-r", "512")
 	if err == nil || !strings.Contains(err.Error(), "no lab is up") {
 		t.Errorf("without a lab: %v", err)
 	}
-	for _, want := range []string{"-d/--ib-dev mlx5_0 ignored: the device is the SRC host's emulated RNIC", "-x/--gid-index 3 ignored", "-F/--CPU-freq true ignored"} {
+	for _, want := range []string{"-d/--ib-dev mlx5_0 ignored: the device is the SRC host's emulated RNIC", "-x/--gid-index 3 ignored", "-F/--CPU-freq true ignored", "-e/--events true ignored", "-f/--margin 2 ignored", "-r/--rx-depth 512 ignored"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}

@@ -52,8 +52,9 @@ so a sample is the fabric's and the daemons', not the control socket's. For
 send_bw the responder's emunic keeps its receives posted (with -D they are
 posted by emulab).
 
-perftest's flags for what the lab decides (-d, -i, -x, -p, -R, -F, -I) are
-taken and noted as ignored, so a pasted perftest command line runs.
+perftest's flags for what the lab or perf decides (-d, -i, -x, -p, -R, -F,
+-I, -e, -f, -r) are taken and noted as ignored, so a pasted perftest command
+line runs.
 
 --out_json is perftest's switch: the results go to --out_json_file FILE, or
 perftest_out.json in the working directory (a file name given alone implies
