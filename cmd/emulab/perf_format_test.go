@@ -393,6 +393,18 @@ func TestBannerReadAndLat(t *testing.T) {
 	if strings.Contains(out, "Max inline data") {
 		t.Errorf("read banner has Max inline data:\n%s", out)
 	}
+	if !strings.Contains(out, " GID index       : 0\n") || !strings.Contains(out, " GID: 00:00:00:00:00:00:00:00:00:00:255:255:10:00:00:01\n") {
+		t.Errorf("RoCE banner lacks the GID index or the GIDs:\n%s", out)
+	}
+	// On IB perftest addresses the sides by LID and prints no GID.
+	b.Reset()
+	ibSide := perfSide{LID: 2, QPN: 0x11, PSN: 0x12, RKey: 0xd0e, VAddr: 0x7f000084c000, GID: "fe80::8ba:8707:b55f:701"}
+	writeBanner(&b, perfBanner{Title: "RDMA_Write BW Test", QPs: 1, Depth: 128, CQMod: 100, MTU: 4096, Remotes: true,
+		Local: []perfSide{ibSide}, Remote: []perfSide{ibSide}})
+	if out := b.String(); strings.Contains(out, "GID") || !strings.Contains(out, " Link type       : IB\n") ||
+		!strings.Contains(out, " local address: LID 0x02 QPN 0x0011 PSN 0x0012 RKey 0x000d0e VAddr 0x007f000084c000\n remote address: LID 0x02") {
+		t.Errorf("IB banner:\n%s", out)
+	}
 	b.Reset()
 	writeBanner(&b, perfBanner{Title: "RDMA_Write Latency Test", QPs: 1, Depth: 1, CQMod: 1, MTU: 4096, Remotes: true, Lat: true,
 		Local: []perfSide{side}, Remote: []perfSide{side}})

@@ -262,7 +262,13 @@ func writeBanner(w io.Writer, b perfBanner) {
 	}
 	kv("Mtu", fmt.Sprintf("%d[B]", b.MTU), "", "")
 	kv("Link type", b.linkType(), "", "")
-	kv("GID index", "0", "", "")
+	// perftest prints the GID index, and each side's GID, only when it
+	// uses one: on RoCE, not on IB, where its default gid_index is -1 and
+	// the sides are addressed by LID.
+	ib := b.linkType() == "IB"
+	if !ib {
+		kv("GID index", "0", "", "")
+	}
 	if b.OutReads > 0 {
 		kv("Outstand reads", fmt.Sprint(b.OutReads), "", "")
 	} else {
@@ -286,7 +292,10 @@ func writeBanner(w io.Writer, b perfBanner) {
 		if b.OutReads > 0 {
 			fmt.Fprintf(w, " OUT %s", cAltHex(uint64(b.OutReads), 4))
 		}
-		fmt.Fprintf(w, "\n GID: %s\n", gidDecimal(s.GID))
+		fmt.Fprintln(w)
+		if !ib {
+			fmt.Fprintf(w, " GID: %s\n", gidDecimal(s.GID))
+		}
 	}
 	for i := range b.Local {
 		line("local", b.Local[i])
