@@ -76,9 +76,24 @@ func OpenState(root, lab string) (*State, error) {
 		return nil, fmt.Errorf("lab name: %w", err)
 	}
 	dir := filepath.Join(root, lab)
+	// The root is checked before anything is made in it and again after
+	// (a name another user raced to take in a sticky root); the lab's
+	// directories are this controller's own (ns_statedir.go).
+	if err := checkStatePath(root, true); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return nil, fmt.Errorf("state: %w", err)
+	}
+	if err := checkStatePath(root, false); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{dir, filepath.Join(dir, "sock"), filepath.Join(dir, "log"), filepath.Join(dir, "run")} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("state: %w", err)
+		}
+		if err := checkPrivateDir(d); err != nil {
+			return nil, err
 		}
 	}
 	lf, err := os.OpenFile(filepath.Join(dir, "lock"), os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)

@@ -103,7 +103,14 @@ func (s *State) Teardown(grace time.Duration) error {
 			errs = append(errs, err)
 		}
 	}
+	sockDir := filepath.Join(s.Dir, "sock")
 	for _, p := range s.Sockets() {
+		if filepath.Dir(filepath.Clean(p)) != sockDir {
+			// SocketPath only makes paths in sock/: anything else in
+			// the record was not written by up, and root removes
+			// nothing it did not make.
+			continue
+		}
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

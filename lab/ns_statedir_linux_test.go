@@ -1,0 +1,137 @@
+package lab
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A state root others can write to is refused: its state.json would tell
+// root what to kill and delete.
+func TestOpenStateRefusesWorldWritableRoot(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := OpenState(root, "lab1"); !errors.Is(err, errUntrustedStateDir) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("OpenState in a world-writable root: %v, want %v", err, errUntrustedStateDir)
+	}
+	// Sticky, as /tmp is: the lab's own directory is checked instead.
+	if err := os.Chmod(root, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenState(root, "lab1")
+	if err != nil {
+		t.Fatalf("OpenState in a sticky root: %v", err)
+	}
+	s.Close()
+}
+
+// The attack: another user makes the state directory of a lab first (a
+// --state-dir under /tmp) with a state.json naming a file of root's as a
+// socket of the lab. `emulab down` as root must not remove it.
+func TestTeardownRefusesAnotherUsersStateDir(t *testing.T) {
+	SkipUnlessRoot(t)
+	const nobody = 65534
+	tmp := t.TempDir()
+	victim := filepath.Join(tmp, "victim")
+	if err := os.WriteFile(victim, []byte("root's\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		plant func(root, labDir string) error
+	}{
+		{"root of another user", func(root, labDir string) error {
+			return chownAll(nobody, root, labDir)
+		}},
+		{"lab directory of another user in a sticky root", func(root, labDir string) error {
+			if err := os.Chmod(root, os.ModeSticky|0o777); err != nil {
+				return err
+			}
+			return chownAll(nobody, labDir)
+		}},
+		{"symbolic link of another user", func(root, labDir string) error {
+			real := root + "-real"
+			if err := os.Rename(root, real); err != nil {
+				return err
+			}
+			if err := os.Symlink(real, root); err != nil {
+				return err
+			}
+			return os.Lchown(root, nobody, nobody)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := filepath.Join(t.TempDir(), "state")
+			labDir := filepath.Join(root, "sxevil")
+			if err := os.MkdirAll(labDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			rec := `{"lab":"sxevil","namespaces":[],"procs":[],"sockets":["` + victim + `"]}`
+			if err := os.WriteFile(filepath.Join(labDir, "state.json"), []byte(rec), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.plant(root, labDir); err != nil {
+				t.Fatal(err)
+			}
+			err := Teardown(root, "sxevil", 0)
+			if !errors.Is(err, errUntrustedStateDir) {
+				t.Errorf("Teardown: %v, want %v", err, errUntrustedStateDir)
+			}
+			if _, err := os.Stat(victim); err != nil {
+				t.Fatalf("Teardown removed a file the record named: %v", err)
+			}
+		})
+	}
+}
+
+// A record that names a socket outside the lab's sock/ (written by hand,
+// or by an older up) never makes Teardown remove that file.
+func TestTeardownRemovesOnlyItsOwnSockets(t *testing.T) {
+	root := t.TempDir()
+	other := filepath.Join(t.TempDir(), "not-a-socket")
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenState(root, "lab1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := s.SocketPath("link0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.rec.Sockets = append(s.rec.Sockets, other, filepath.Join(s.Dir, "sock", "..", "..", "x"))
+	s.mu.Unlock()
+	if err := s.Teardown(0); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("Teardown removed %s, which is not the lab's: %v", other, err)
+	}
+	if _, err := os.Stat(own); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the lab's own socket file %s is still there: %v", own, err)
+	}
+}
+
+func chownAll(uid int, paths ...string) error {
+	for _, p := range paths {
+		if err := os.Chown(p, uid, uid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
