@@ -13,11 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/emufabric/emufabric/internal/ctlline"
 	"golang.org/x/sys/unix"
 )
-
-// maxRequest bounds one request line.
-const maxRequest = 1 << 20
 
 // maxQueuedFDs bounds the descriptors a connection may send ahead of the
 // requests that use them; more are closed at once.
@@ -187,7 +185,7 @@ func (s *controlServer) serveConn(c *net.UnixConn) {
 	defer sess.release()
 	enc := json.NewEncoder(c)
 	for {
-		line, err := readLine(br)
+		line, err := ctlline.Read(br)
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				_ = enc.Encode(&Response{Error: err.Error()})
@@ -259,28 +257,6 @@ func (s *controlServer) whileConnected(c *net.UnixConn, br *bufio.Reader, sess *
 	_ = c.SetReadDeadline(time.Time{})
 	sess.gone = nil
 	return resp
-}
-
-// readLine reads one newline-terminated line of at most maxRequest bytes.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		frag, err := br.ReadSlice('\n')
-		line = append(line, frag...)
-		if len(line) > maxRequest {
-			return nil, fmt.Errorf("request longer than %d bytes", maxRequest)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if err != nil {
-			if len(line) > 0 && errors.Is(err, io.EOF) {
-				return line, nil
-			}
-			return nil, err
-		}
-		return line, nil
-	}
 }
 
 // removeStaleSocket removes path if it is a socket nobody listens on (left

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/internal/ctlline"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/sim"
@@ -200,8 +201,11 @@ func (d *Daemon) handleConn(c net.Conn) {
 	br := bufio.NewReader(c)
 	enc := json.NewEncoder(c)
 	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) == 0 && err != nil {
+		line, err := ctlline.Read(br)
+		if err != nil {
+			if errors.Is(err, ctlline.ErrTooLong) {
+				_ = enc.Encode(Response{Error: err.Error()})
+			}
 			return
 		}
 		var req Request
@@ -216,9 +220,6 @@ func (d *Daemon) handleConn(c net.Conn) {
 			return
 		}
 		if enc.Encode(d.Do(&req)) != nil {
-			return
-		}
-		if err != nil {
 			return
 		}
 	}

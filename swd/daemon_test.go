@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/internal/ctlline"
 	"github.com/emufabric/emufabric/lab"
 	"io"
 	"net"
@@ -362,6 +363,33 @@ func TestControlErrors(t *testing.T) {
 	}
 	if p := r2.Ports[0]; p.Up || p.Connected || p.Transport != "seqpacket-listen" || p.Speed != "100G" {
 		t.Errorf("unconnected port status: %+v", p)
+	}
+}
+
+// A request line is bounded: a client that streams bytes without a newline
+// gets an error and a closed connection, not a daemon that buffers all it
+// sends.
+func TestControlBoundsARequestLine(t *testing.T) {
+	td := startTestDaemon(t, false)
+	c, err := net.Dial("unix", td.ctl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		// The daemon closes the connection half-way: the write fails.
+		c.Write([]byte(strings.Repeat(" ", 2*ctlline.MaxRequest) + "{\"op\":\"status\"}\n"))
+	}()
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	var r StatusResponse
+	if err != nil || json.Unmarshal(line, &r) != nil || r.OK || !strings.Contains(r.Error, "request longer than") {
+		t.Fatalf("an over-long request: %q, %v", line, err)
+	}
+	// And the daemon still answers others.
+	var st StatusResponse
+	td.call(t, Request{Op: "status"}, &st)
+	if !st.OK {
+		t.Fatalf("status after an over-long request: %+v", st)
 	}
 }
 
