@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/emufabric/emufabric/internal/metricsrv"
 	"github.com/emufabric/emufabric/rt"
 )
 
@@ -34,8 +35,8 @@ func (d *Daemon) serveMetrics(addr, nsPath string) error {
 	d.metricsAddr = ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", d.handleMetrics)
-	d.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go d.metrics.Serve(ln)
+	d.metrics = metricsrv.Server(mux)
+	go d.metrics.Serve(metricsrv.Limit(ln, metricsrv.MaxConns))
 	return nil
 }
 

@@ -7,9 +7,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/internal/metricsrv"
 	"github.com/emufabric/emufabric/rt"
 	"github.com/emufabric/emufabric/switchcore"
 )
@@ -213,11 +213,11 @@ func (d *Daemon) serveMetrics() error {
 		w.Header().Set("Content-Type", metricsContentType)
 		w.Write(body)
 	})
-	d.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	d.httpSrv = metricsrv.Server(mux)
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		if err := d.httpSrv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		if err := d.httpSrv.Serve(metricsrv.Limit(ln, metricsrv.MaxConns)); err != nil && err != http.ErrServerClosed {
 			d.log.Printf("metrics: %v", err)
 		}
 	}()
