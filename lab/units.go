@@ -212,7 +212,7 @@ func FormatRate(bps uint64) string {
 	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}}
 	for _, u := range units {
 		if bps >= u.div && exact(bps, u.div) {
-			return trimFloat(float64(bps)/float64(u.div)) + u.sfx
+			return decimal(bps, u.div) + u.sfx
 		}
 	}
 	return fmt.Sprintf("%d", bps)
@@ -227,7 +227,7 @@ func FormatSize(n uint64) string {
 	}{{1 << 40, "TiB"}, {1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}}
 	for _, u := range units {
 		if n >= u.div && exact(n, u.div) {
-			return trimFloat(float64(n)/float64(u.div)) + u.sfx
+			return decimal(n, u.div) + u.sfx
 		}
 	}
 	return fmt.Sprintf("%dB", n)
@@ -239,8 +239,11 @@ func exact(n, div uint64) bool {
 	return r.IsInt() && n < math.MaxUint64/1000
 }
 
-func trimFloat(f float64) string {
-	s := fmt.Sprintf("%.3f", f)
+// decimal renders n/div, which exact found to have at most three
+// decimals, in integers: through a float64 a rate above 2^53/1000 lost its
+// last digits ("18000000000000001" became "18000000000000k").
+func decimal(n, div uint64) string {
+	s := fmt.Sprintf("%d.%03d", n/div, n%div*1000/div)
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
 }
