@@ -609,6 +609,12 @@ func (d *decoder) endpoints(s *Spec, m *mapping) ([2]endpointRef, bool) {
 			good = false
 			continue
 		}
+		if why, bad := reservedIfName[port]; bad && n.Kind == KindNIC {
+			// The port becomes the host's interface in its namespace.
+			d.errorf(ep, "port name %q of a NIC: %s", port, why)
+			good = false
+			continue
+		}
 		out[i] = endpointRef{node: node, port: port, path: ep}
 	}
 	return out, good

@@ -13,6 +13,16 @@ import "fmt"
 // MaxNameLen is the longest lab, node or port name.
 const MaxNameLen = 15
 
+// reservedIfName are interface names a namespace already has ("lo") or
+// the kernel refuses (TUNSETIFF answers EINVAL: "all" and "default" name
+// the defaults under /proc/sys/net/*/conf/): a NIC's port named so would
+// fail only at `up`, as "TUNSETIFF lo: invalid argument".
+var reservedIfName = map[string]string{
+	"lo":      "every namespace has its loopback interface lo already",
+	"all":     "the kernel refuses it as an interface name (it names /proc/sys/net/*/conf/all)",
+	"default": "the kernel refuses it as an interface name (it names /proc/sys/net/*/conf/default)",
+}
+
 // checkName validates a lab, node or port name.
 func checkName(s string) error {
 	return checkChars(s, MaxNameLen, "")
