@@ -18,8 +18,8 @@ var ErrBinaryNotFound = errors.New("binary not found")
 // nowhere else), otherwise next to the running executable (where
 // `go build -o bin/ ./cmd/...` puts every command), then on PATH. The
 // result is an absolute path. `go run ./cmd/emulab` runs a binary from a
-// temporary build directory, so its users pass --bin-dir or put the
-// daemons on PATH.
+// temporary build directory with nothing beside it: Up then builds the
+// daemons from the checkout (BuildFromSource) unless they are on PATH.
 func FindBinary(name, binDir string) (string, error) {
 	if binDir != "" {
 		p := filepath.Join(binDir, name)

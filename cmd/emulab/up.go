@@ -46,12 +46,14 @@ address (a /24), the link's MTU, the other hosts as permanent neighbours and
 routes to their subnets. It returns once every daemon printed "ready" and every
 host interface is up, and prints what it built.
 
-The daemons are found next to the emulab executable, in --bin-dir, or on PATH:
-build them all with
+The daemons are found in --bin-dir, or else next to the emulab executable,
+then on PATH; when none is there and up runs in a checkout of this
+repository (as under go run, which builds emulab alone, in a temporary
+directory), up builds them from the checkout first. Build them all with
 
   go build -o bin/ ./cmd/...
 
-and run bin/emulab (go run builds emulab alone, in a temporary directory).
+and run bin/emulab to have them next to it.
 
 --hosts tap makes every host a plain TAP port of its switch (as vde_switch -t
 does) instead of an emulated RNIC; it needs emuswitch only. --hosts auto (the
@@ -76,7 +78,7 @@ failure everything created is removed again (exit status 1). Interrupting up
 		},
 	}
 	cmd.Flags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
-	cmd.Flags().StringVar(&fl.binDir, "bin-dir", "", "find emuswitch and emunic in `DIR` (default: next to emulab, then PATH)")
+	cmd.Flags().StringVar(&fl.binDir, "bin-dir", "", "find emuswitch and emunic in `DIR` (default: next to emulab, then PATH, then built from the checkout)")
 	cmd.Flags().StringVar(&fl.hosts, "hosts", string(lab.HostsAuto), "what stands behind a host's interface: nic (emunic), tap (a TAP port of the switch) or auto")
 	cmd.Flags().DurationVar(&fl.timeout, "timeout", lab.DefaultReadyTimeout, "how long the daemons may take to be ready")
 	cmd.Flags().BoolVarP(&fl.quiet, "quiet", "q", false, "no progress lines")
