@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // NICHost is a NIC host of a running lab: what a traffic generator needs
@@ -27,6 +29,10 @@ type NICHost struct {
 func ResolveNIC(root, ref string) (NICHost, error) {
 	if root == "" {
 		root = DefaultStateRoot
+	}
+	ref, err := nodeOfAddress(root, ref)
+	if err != nil {
+		return NICHost{}, err
 	}
 	labName, node, ns, err := ResolveNode(root, ref)
 	if err != nil {
@@ -53,6 +59,42 @@ func ResolveNIC(root, ref string) (NICHost, error) {
 		return h, nil
 	}
 	return NICHost{}, fmt.Errorf("lab %s: node %s is not in what up built (%s)", labName, node, filepath.Join(root, labName, upInfoFile))
+}
+
+// nodeOfAddress turns "[lab/]ADDRESS" into "lab/node" for the host that
+// has that IPv4 address: a perftest user names the server by its address
+// (ib_write_bw 10.0.0.2). Any other ref is returned as it is.
+func nodeOfAddress(root, ref string) (string, error) {
+	labName, host, hasLab := strings.Cut(ref, "/")
+	if !hasLab {
+		labName, host = "", ref
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return ref, nil
+	}
+	if !hasLab {
+		labs, err := Labs(root)
+		if err != nil {
+			return "", err
+		}
+		if len(labs) != 1 {
+			return "", fmt.Errorf("%s: %d labs are up under %s (%s): say which, LAB/%s", host, len(labs), root, strings.Join(labs, ", "), host)
+		}
+		labName = labs[0]
+	} else if err := checkName(labName); err != nil {
+		return "", fmt.Errorf("lab of %q: %w", ref, err)
+	}
+	info, err := readUpInfo(root, labName)
+	if err != nil {
+		return "", fmt.Errorf("lab %s: %w", labName, err)
+	}
+	for _, n := range info.Nodes {
+		if n.IP() == addr {
+			return labName + "/" + n.Name, nil
+		}
+	}
+	return "", fmt.Errorf("lab %s has no host with address %s", labName, addr)
 }
 
 // readUpInfo reads what `up` built from the lab's state directory.

@@ -29,7 +29,8 @@ lab brought up with --hosts nic, and prints perftest's banner and result table:
   write_lat read_lat send_lat   latency (ib_write_lat, ib_read_lat, ib_send_lat)
 
 SRC is the requester (perftest's client), DST the responder (its server);
-both are LAB/NODE, or NODE when one lab is up. emulab plays both of
+both are LAB/NODE, or NODE when one lab is up, or a host's address in place of
+NODE (10.0.0.2, as ib_write_bw takes its server's). emulab plays both of
 perftest's processes: it drives each host's emunic over its control socket
 (registering shared memory, creating CQs and QPs, posting work requests and
 polling completions), so the frames cross the lab's switches as real RoCEv2
