@@ -201,6 +201,10 @@ func (s *controlServer) serveConn(c *net.UnixConn) {
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
 			resp = &Response{Error: "bad request: " + err.Error()}
+		} else if len(bytes.TrimSpace(line[dec.InputOffset():])) > 0 {
+			// One request per line, as emuswitch takes them: a second
+			// object on the line was dropped without an answer.
+			resp = &Response{Error: "bad request: more than one JSON value on the line (one request per line)"}
 		} else if req.Op == "capture" {
 			for _, p := range req.Ports {
 				if p != s.d.cfg.Port {

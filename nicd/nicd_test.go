@@ -313,6 +313,8 @@ func TestControlErrors(t *testing.T) {
 		{`{"op":"create_qp","send_cq":1,"recv_cq":1}`, -1, "no such CQ"},
 		{`{"op":"connect","qp":1,"remote":{"qpn":2,"psn":0,"gid":"bad","mac":"02:00:00:00:00:02"}}`, -1, "remote gid"},
 		{`{"op":"dereg_mr","mr":5}`, -1, "no region 5"},
+		{`{"op":"create_cq","cqe":-1}`, -1, "1 or more entries"},
+		{`{"op":"status"}{"op":"status"}`, -1, "one request per line"},
 	} {
 		resp := rawCall(t, c, r, tc.line, tc.fd)
 		if resp.OK || !strings.Contains(resp.Error, tc.want) {

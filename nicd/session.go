@@ -116,6 +116,11 @@ func (s *session) release() {
 }
 
 func (s *session) createCQ(req *Request) (*Response, error) {
+	if req.CQE < 0 {
+		// Absent (0) asks for the smallest; a negative size is a mistake,
+		// not a request for 1 entry.
+		return nil, fmt.Errorf("cqe %d: a completion queue holds 1 or more entries", req.CQE)
+	}
 	var h uint32
 	err := s.do(func() error {
 		cq, err := s.d.nic.CreateCQ(max(req.CQE, 1))

@@ -18,6 +18,7 @@ import (
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/sim"
 	"github.com/emufabric/emufabric/switchcore"
+	"golang.org/x/sys/unix"
 )
 
 // The control protocol: newline-delimited JSON over a unix stream socket
@@ -151,7 +152,11 @@ type PortStatus struct {
 // listenControl creates the control socket, mode 0600.
 func (d *Daemon) listenControl() error {
 	removeStaleSocket(d.opts.Control)
+	// Created with no permissions for others from the start (a chmod
+	// after bind leaves a moment at the umask's mode), then exactly 0600.
+	old := unix.Umask(0o177)
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: d.opts.Control, Net: "unix"})
+	unix.Umask(old)
 	if err != nil {
 		return fmt.Errorf("--control %s: %w", d.opts.Control, err)
 	}
