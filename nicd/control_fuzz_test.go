@@ -1,12 +1,11 @@
 package nicd
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"io"
-	"net"
 	"testing"
+
+	"github.com/emufabric/emufabric/internal/daemontest"
 )
 
 // FuzzControl sends arbitrary bytes down the control socket of a running
@@ -44,20 +43,7 @@ func FuzzControl(f *testing.F) {
 			// poll_cq may wait up to a minute, as asked: slow, not a hang.
 			t.Skip()
 		}
-		c, err := net.Dial("unix", ctl[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		out := make(chan []byte, 1)
-		go func() {
-			b, _ := io.ReadAll(c)
-			out <- b
-		}()
-		c.Write(data)
-		c.(*net.UnixConn).CloseWrite()
-		resp := <-out
-		br := bufio.NewReader(bytes.NewReader(resp))
+		br := daemontest.Converse(t, ctl[0], data)
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) == 0 && err != nil {

@@ -1,12 +1,10 @@
 package swd
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"io"
-	"net"
 	"testing"
+
+	"github.com/emufabric/emufabric/internal/daemontest"
 )
 
 // FuzzControl sends arbitrary bytes down the control socket of a running
@@ -36,22 +34,7 @@ func FuzzControl(f *testing.F) {
 	}
 	td := startTestDaemon(f, false)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := net.Dial("unix", td.ctl)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		// The daemon reads while we write; what it answers is read at
-		// once, so neither side waits on a full buffer.
-		out := make(chan []byte, 1)
-		go func() {
-			b, _ := io.ReadAll(c)
-			out <- b
-		}()
-		c.Write(data)
-		c.(*net.UnixConn).CloseWrite()
-		resp := <-out
-		br := bufio.NewReader(bytes.NewReader(resp))
+		br := daemontest.Converse(t, td.ctl, data)
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(line) == 0 && err != nil {

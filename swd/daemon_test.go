@@ -828,15 +828,7 @@ func TestCaptureMergesControlInTimeOrder(t *testing.T) {
 	if err := td.d.streamCapture(&buf, s, []int{0}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := capture.Open(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	var rec capture.Record
-	for r.Next(&rec) == nil {
-		got = append(got, rec.Comment)
-	}
+	got := captureComments(t, &buf)
 	if strings.Join(got, ", ") != "rx 1, PFC; 1 frames before this one not captured (slow reader)" && strings.Join(got, ", ") != "rx 1, PFC" {
 		t.Errorf("records in the order %q, want rx 1 then the PFC frame (rx 2 lost: the data queue was full)", got)
 	}
@@ -875,7 +867,17 @@ func TestFinishCaptureMergesByTime(t *testing.T) {
 	if err := td.d.finishCapture(ng, s); err != nil {
 		t.Fatal(err)
 	}
-	r, err := capture.Open(&buf)
+	got := captureComments(t, &buf)
+	if strings.Join(got, ", ") != "rx 1, PFC 1, rx 2, PFC 2" {
+		t.Errorf("records in the order %q, want them in time order", got)
+	}
+}
+
+// captureComments reads a pcapng stream and returns its records'
+// comments in order.
+func captureComments(t *testing.T, b *bytes.Buffer) []string {
+	t.Helper()
+	r, err := capture.Open(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -884,7 +886,5 @@ func TestFinishCaptureMergesByTime(t *testing.T) {
 	for r.Next(&rec) == nil {
 		got = append(got, rec.Comment)
 	}
-	if strings.Join(got, ", ") != "rx 1, PFC 1, rx 2, PFC 2" {
-		t.Errorf("records in the order %q, want them in time order", got)
-	}
+	return got
 }

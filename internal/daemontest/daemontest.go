@@ -1,10 +1,14 @@
 // Package daemontest runs a daemon binary (emuswitch, emunic) for a test:
 // build it from the package under test, start it, wait for a line in its
-// log or for its exit, and kill it at the test's end whatever happened.
+// log or for its exit, and kill it at the test's end whatever happened;
+// and talk to its control socket (Converse).
 package daemontest
 
 import (
+	"bufio"
 	"bytes"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,4 +98,24 @@ func (p *Proc) WaitExit(t testing.TB, d time.Duration, why string) error {
 		t.Fatalf("%s still running %v after %s", p.name, d, why)
 		return nil
 	}
+}
+
+// Converse sends data down a daemon's control socket, half-closes it and
+// returns everything the daemon answered until it closed. The answer is
+// read while data is written, so neither side waits on a full buffer.
+func Converse(t testing.TB, socket string, data []byte) *bufio.Reader {
+	t.Helper()
+	c, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	out := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(c)
+		out <- b
+	}()
+	c.Write(data)
+	c.(*net.UnixConn).CloseWrite()
+	return bufio.NewReader(bytes.NewReader(<-out))
 }
