@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/internal/capqueue"
 	"github.com/emufabric/emufabric/nic"
 	"github.com/emufabric/emufabric/wire"
 	"github.com/emufabric/emufabric/wire/capture"
@@ -34,7 +35,13 @@ import (
 
 // captureQueue is how many frames may wait for a slow capture client;
 // beyond it frames are left out of the capture (counted), never delayed.
-const captureQueue = 4096
+// controlQueue holds, beyond it, the control frames (PFC, IB flow
+// control), which a capture of a lossless link is read for and which come
+// exactly when the link is busiest (capqueue).
+const (
+	captureQueue = 4096
+	controlQueue = 1024
+)
 
 type capRec struct {
 	at      time.Time
@@ -45,7 +52,7 @@ type capRec struct {
 }
 
 type capSub struct {
-	ch      chan capRec
+	q       *capqueue.Queues[capRec]
 	recv    atomic.Uint64 // frames offered to this capture
 	dropped atomic.Uint64 // of them, left out (the queue was full)
 	pending uint64        // loop goroutine: drops not yet reported in a comment
@@ -63,13 +70,13 @@ func (d *Daemon) capture(f *frame.Frame, tx bool) {
 		return
 	}
 	now := time.Now()
+	control := isControlFrame(f.Data)
 	for _, s := range d.caps {
 		r := capRec{at: now, data: append([]byte(nil), f.Data...), tx: tx, prio: f.Priority, dropped: s.pending}
 		s.recv.Add(1)
-		select {
-		case s.ch <- r:
+		if s.q.Offer(r, control) {
 			s.pending = 0
-		default:
+		} else {
 			s.pending++
 			s.dropped.Add(1)
 			d.captureDrops.Add(1)
@@ -81,7 +88,7 @@ func (d *Daemon) capture(f *frame.Frame, tx bool) {
 // its OK line: it registers a subscriber on the loop and writes its
 // stream (writeCapture). padLinks: the request's pad_links.
 func (d *Daemon) streamCapture(c *net.UnixConn, rest io.Reader, padLinks bool) error {
-	s := &capSub{ch: make(chan capRec, captureQueue), start: time.Now(), padLinks: padLinks}
+	s := newCapSub(captureQueue, controlQueue, padLinks)
 	if err := d.Do(func() { d.caps = append(d.caps, s) }); err != nil {
 		return err
 	}
@@ -160,8 +167,8 @@ func (d *Daemon) writeCapture(c io.Writer, rest io.Reader, s *capSub) error {
 	// runs), so that nothing is offered after the counts are taken.
 	finish := func() {
 		unsubscribe()
-		for range len(s.ch) {
-			if write(<-s.ch) != nil {
+		for _, r := range s.q.Drain() {
+			if write(r) != nil {
 				return
 			}
 		}
@@ -170,28 +177,36 @@ func (d *Daemon) writeCapture(c io.Writer, rest io.Reader, s *capSub) error {
 		w.Close()
 	}
 	for {
-		select {
-		case r := <-s.ch:
+		if r, ok := s.q.Next(); ok {
 			if write(r) != nil {
 				return nil
 			}
-			// Out as soon as no other record waits: a reader merging
-			// this stream with a switch's (emulab capture) orders them
-			// by time within a short window, and a daemon stopped next
-			// (emulab down) leaves nothing unwritten.
-			if len(s.ch) == 0 {
-				if err := w.Flush(); err != nil {
-					return nil
-				}
-			}
-		case <-gone:
-			finish()
+			continue
+		}
+		// Out as soon as no other record waits: a reader merging this
+		// stream with a switch's (emulab capture) orders them by time
+		// within a short window, and a daemon stopped next (emulab down)
+		// leaves nothing unwritten.
+		if err := w.Flush(); err != nil {
 			return nil
-		case <-d.closing:
+		}
+		if !s.q.Wait(gone, d.closing) {
 			finish()
 			return nil
 		}
 	}
+}
+
+// newCapSub is a capture subscriber with queues data and ctl deep.
+func newCapSub(data, ctl int, padLinks bool) *capSub {
+	return &capSub{q: capqueue.New(data, ctl, func(r *capRec) time.Time { return r.at }), start: time.Now(), padLinks: padLinks}
+}
+
+// isControlFrame reports a PFC or PAUSE frame, or an IB link
+// (flow-control) packet: what takes the control queue when the data
+// queue is full.
+func isControlFrame(b []byte) bool {
+	return len(b) == wire.IBLinkSize || len(b) >= wire.EthernetSize && b[12] == 0x88 && b[13] == 0x08
 }
 
 // captureNote is a record's comment: its direction and, sent on RoCE, the

@@ -44,7 +44,7 @@ func TestCaptureNote(t *testing.T) {
 // ends the stream (isb_ifdrop), which equals the daemon's capture_drop.
 func TestCaptureStatsCountEveryDrop(t *testing.T) {
 	d, ctl := pairOfDaemons(t, testLab(t, ""))
-	s := &capSub{ch: make(chan capRec, 1), start: time.Now()}
+	s := newCapSub(1, 1, false)
 	f := &frame.Frame{Data: make([]byte, 60)}
 	var first capRec
 	if err := d[0].Do(func() {
@@ -52,7 +52,7 @@ func TestCaptureStatsCountEveryDrop(t *testing.T) {
 		for range 3 { // one queued, two lost
 			d[0].capture(f, false)
 		}
-		first = <-s.ch
+		first, _ = s.q.Next()
 		d[0].capture(f, false) // queued, after two lost
 		for range 3 {          // lost: no record follows
 			d[0].capture(f, false)
@@ -123,9 +123,9 @@ topology:
 	data := make([]byte, 64)
 	wire.LRH(data).Encode(&wire.LRHFields{VL: 0, LNH: wire.LNHLocal, DLID: 1, SLID: 2, PktLen: 16})
 	for _, pad := range []bool{false, true} {
-		s := &capSub{ch: make(chan capRec, 2), start: time.Now(), padLinks: pad}
-		s.ch <- capRec{at: time.Now(), data: link, tx: true}
-		s.ch <- capRec{at: time.Now(), data: data[:wire.LRHSize+4]}
+		s := newCapSub(2, 2, pad)
+		s.q.Offer(capRec{at: time.Now(), data: link, tx: true}, true)
+		s.q.Offer(capRec{at: time.Now(), data: data[:wire.LRHSize+4]}, false)
 		var buf bytes.Buffer
 		if err := d[0].writeCapture(&buf, strings.NewReader(""), s); err != nil {
 			t.Fatal(err)
@@ -151,5 +151,39 @@ topology:
 		if rec.ERF.Type != capture.ERFTypeInfiniBand || len(rec.Data) != wire.LRHSize+4 {
 			t.Errorf("pad %v: data record type %d, %d bytes, want type 21 of %d", pad, rec.ERF.Type, len(rec.Data), wire.LRHSize+4)
 		}
+	}
+}
+
+// A PFC frame arriving while a slow client's data queue is full still
+// reaches the capture, through the control queue, in time order.
+func TestCaptureKeepsPFCWhenBehind(t *testing.T) {
+	d, _ := pairOfDaemons(t, testLab(t, ""))
+	s := newCapSub(1, 4, false)
+	data := &frame.Frame{Data: make([]byte, 60)}
+	pfc := &frame.Frame{Data: make([]byte, wire.MACControlFrameSize)}
+	wire.EncodePFC(pfc.Data, wire.MAC{2}, 1<<3, &[8]uint16{3: 0xFFFF})
+	if err := d[0].Do(func() {
+		d[0].caps = append(d[0].caps, s)
+		d[0].capture(data, false) // queued
+		d[0].capture(data, false) // lost: the data queue is full
+		d[0].capture(pfc, false)  // the control queue
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := d[0].writeCapture(&buf, strings.NewReader(""), s); err != nil {
+		t.Fatal(err)
+	}
+	r, err := capture.Open(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lens []int
+	var rec capture.Record
+	for r.Next(&rec) == nil {
+		lens = append(lens, len(rec.Data))
+	}
+	if len(lens) != 2 || lens[1] != wire.MACControlFrameSize {
+		t.Errorf("records of lengths %v, want the data frame then the PFC frame", lens)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/internal/capqueue"
 	"github.com/emufabric/emufabric/switchcore"
 	"github.com/emufabric/emufabric/wire"
 	"github.com/emufabric/emufabric/wire/capture"
@@ -87,14 +88,13 @@ type capRecord struct {
 // pcapng interface ID.
 type captureSub struct {
 	ifaces map[int]int
-	ch     chan capRecord
-	ctl    chan capRecord // MAC Control frames (controlQueue)
+	q      *capqueue.Queues[capRecord] // data, and control frames (controlQueue)
 	// dropped counts, per port index, records lost since the last one
 	// this client got (loop goroutine): the next one says so in its
 	// comment, as an emunic's capture does, so a gap is visible in the
 	// file and not only in capture_drop.
 	dropped map[int]uint64
-	closed  bool // loop goroutine: unsubscribed, ch closed
+	closed  bool // loop goroutine: unsubscribed, q closed
 	// padLinks pads IB link packets to 64 bytes (see above), in pad
 	// (the writer's).
 	padLinks bool
@@ -109,8 +109,13 @@ type captureSub struct {
 // newCaptureSub is a capture of the ports with indexes ports, in that
 // order of pcapng interfaces.
 func newCaptureSub(ports []int, padLinks bool) *captureSub {
-	s := &captureSub{ifaces: make(map[int]int, len(ports)), ch: make(chan capRecord, captureQueue),
-		ctl: make(chan capRecord, controlQueue), padLinks: padLinks, dropped: make(map[int]uint64, len(ports)),
+	return newCaptureSubQueues(ports, padLinks, captureQueue, controlQueue)
+}
+
+// newCaptureSubQueues is newCaptureSub with queues of the given depths.
+func newCaptureSubQueues(ports []int, padLinks bool, data, ctl int) *captureSub {
+	s := &captureSub{ifaces: make(map[int]int, len(ports)), q: capqueue.New(data, ctl, func(r *capRecord) time.Time { return r.ts }),
+		padLinks: padLinks, dropped: make(map[int]uint64, len(ports)),
 		recv: make([]atomic.Uint64, len(ports)), drops: make([]atomic.Uint64, len(ports)), start: time.Now()}
 	for i, idx := range ports {
 		s.ifaces[idx] = i
@@ -150,19 +155,9 @@ func (d *Daemon) emit(p *swPort, dir capDir, data []byte, comment string, ts tim
 	for _, s := range p.caps {
 		r := capRecord{iface: s.ifaces[p.idx], dir: dir, ts: ts, data: data, comment: comment, dropped: s.dropped[p.idx]}
 		s.recv[r.iface].Add(1)
-		select {
-		case s.ch <- r:
+		if s.q.Offer(r, important) {
 			s.dropped[p.idx] = 0
 			continue
-		default:
-		}
-		if important {
-			select {
-			case s.ctl <- r:
-				s.dropped[p.idx] = 0
-				continue
-			default:
-			}
 		}
 		s.dropped[p.idx]++
 		s.drops[r.iface].Add(1)
@@ -363,7 +358,7 @@ func (d *Daemon) unsubscribe(s *captureSub) {
 		still = still || len(p.caps) > 0
 	}
 	d.capturing = still
-	close(s.ch)
+	s.q.Close()
 }
 
 // streamCapture writes s's records as pcapng to w until the records end
@@ -391,57 +386,21 @@ func (d *Daemon) streamCapture(w io.Writer, s *captureSub, ports []int) error {
 	if err := ng.Flush(); err != nil {
 		return err
 	}
-	// Records come in time order on each queue; control frames have their
-	// own, so that data does not crowd them out. The two are merged by
-	// time, as the engine saw them: taking control frames first put them
-	// out of order, up to 100 ms before the data around them.
-	var heads [2]*capRecord // ctl, ch
-	queues := [2]chan capRecord{s.ctl, s.ch}
-	closed := false
-	take := func(i int, r capRecord, ok bool) {
-		if !ok {
-			closed = true
-			return
-		}
-		heads[i] = &r
-	}
+	// The records in time order (capqueue); flushed whenever the writer
+	// has caught up, so a live viewer sees every frame promptly and a busy
+	// capture still writes in large chunks.
 	for {
-		for i, q := range queues {
-			if heads[i] == nil && !closed {
-				select {
-				case r, ok := <-q:
-					take(i, r, ok)
-				default:
-				}
-			}
-		}
-		if heads[0] == nil && heads[1] == nil {
-			if closed {
-				return d.finishCapture(ng, s)
-			}
-			// Drained: a live viewer sees every frame promptly, a busy
-			// capture still writes in large chunks.
-			if err := ng.Flush(); err != nil {
+		if r, ok := s.q.Next(); ok {
+			if err := d.writeRecord(ng, s, r); err != nil {
 				return err
-			}
-			select {
-			case r, ok := <-s.ctl:
-				take(0, r, ok)
-			case r, ok := <-s.ch:
-				take(1, r, ok)
-			case <-d.quit:
-				return d.finishCapture(ng, s)
 			}
 			continue
 		}
-		i := 0
-		if heads[0] == nil || heads[1] != nil && heads[1].ts.Before(heads[0].ts) {
-			i = 1
-		}
-		r := *heads[i]
-		heads[i] = nil
-		if err := d.writeRecord(ng, s, r); err != nil {
+		if err := ng.Flush(); err != nil {
 			return err
+		}
+		if !s.q.Wait(d.quit, nil) {
+			return d.finishCapture(ng, s)
 		}
 	}
 }
@@ -463,34 +422,13 @@ func (d *Daemon) writeRecord(ng *capture.NgWriter, s *captureSub, r capRecord) e
 	return ng.WriteERF(r.iface, r.ts, capture.ERFTypeInfiniBand, uint8(r.dir), r.data, r.comment)
 }
 
-// finishCapture ends a capture's stream: the records still queued (the
-// control queue's, which is not closed; on the daemon stopping, the data
-// queue's too), then an Interface Statistics Block per interface with
+// finishCapture ends a capture's stream: the records still queued, in
+// time order, then an Interface Statistics Block per interface with
 // the records this capture was offered (isb_ifrecv) and lost
 // (isb_ifdrop: all of them, also those after the port's last record,
 // which no comment can report), then the stream is flushed.
 func (d *Daemon) finishCapture(ng *capture.NgWriter, s *captureSub) error {
-	// As many as are queued now (a loop still running as the daemon
-	// stops cannot keep this going), merged by time as while running.
-	drain := func(q chan capRecord) []capRecord {
-		var out []capRecord
-		for range len(q) {
-			r, ok := <-q
-			if !ok {
-				break
-			}
-			out = append(out, r)
-		}
-		return out
-	}
-	ctl, data := drain(s.ctl), drain(s.ch)
-	for len(ctl) > 0 || len(data) > 0 {
-		var r capRecord
-		if len(ctl) > 0 && (len(data) == 0 || !data[0].ts.Before(ctl[0].ts)) {
-			r, ctl = ctl[0], ctl[1:]
-		} else {
-			r, data = data[0], data[1:]
-		}
+	for _, r := range s.q.Drain() {
 		if err := d.writeRecord(ng, s, r); err != nil {
 			return err
 		}

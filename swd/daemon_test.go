@@ -628,8 +628,7 @@ func openCapture(t *testing.T, ctl, req, want string) (net.Conn, *bufio.Reader) 
 // the capture's end counts every loss (isb_ifdrop), as capture_drop does.
 func TestCaptureGapNoted(t *testing.T) {
 	td := startTestDaemon(t, true)
-	s := newCaptureSub([]int{0}, false)
-	s.ch, s.ctl = make(chan capRecord, 1), make(chan capRecord, 1)
+	s := newCaptureSubQueues([]int{0}, false, 1, 1)
 	data := udpFrame(64, 0)
 	var first capRecord
 	td.d.onLoop(func() {
@@ -638,13 +637,13 @@ func TestCaptureGapNoted(t *testing.T) {
 		for range 3 { // one queued, two lost
 			td.d.emit(p, capDir(0), data, "rx", time.Now())
 		}
-		first = <-s.ch
+		first, _ = s.q.Next()
 		td.d.emit(p, capDir(0), data, "rx", time.Now()) // queued, after two lost
 		for range 3 {                                   // lost: no record follows
 			td.d.emit(p, capDir(0), data, "rx", time.Now())
 		}
 		p.caps = p.caps[:len(p.caps)-1]
-		close(s.ch)
+		s.q.Close()
 	})
 	if first.dropped != 0 {
 		t.Fatalf("dropped before the first record: %d, want 0", first.dropped)
@@ -806,8 +805,7 @@ func TestLinkSetResizesHeadroom(t *testing.T) {
 // of the data around it (a teacher's capture of an incast).
 func TestCaptureMergesControlInTimeOrder(t *testing.T) {
 	td := startTestDaemon(t, true)
-	s := newCaptureSub([]int{0}, false)
-	s.ch = make(chan capRecord, 1) // full after one record: the PFC frame goes to the control queue
+	s := newCaptureSubQueues([]int{0}, false, 1, controlQueue) // full after one record: the PFC frame goes to the control queue
 	data := udpFrame(64, 0)
 	pfc := make([]byte, wire.MACControlFrameSize)
 	wire.EncodePFC(pfc, wire.MAC{2}, 1<<3, &[8]uint16{3: 0xFFFF})
@@ -819,10 +817,10 @@ func TestCaptureMergesControlInTimeOrder(t *testing.T) {
 		td.d.emit(p, capDir(1), pfc, "PFC", t0.Add(time.Millisecond))
 		td.d.emit(p, capDir(0), data, "rx 2", t0.Add(2*time.Millisecond))
 		p.caps = p.caps[:len(p.caps)-1]
-		close(s.ch)
+		s.q.Close()
 	})
-	if len(s.ctl) != 1 {
-		t.Fatalf("%d records in the control queue, want the PFC frame", len(s.ctl))
+	if n := s.q.Queued(); n != 2 {
+		t.Fatalf("%d records queued, want rx 1 and the PFC frame in the control queue", n)
 	}
 	var buf bytes.Buffer
 	if err := td.d.streamCapture(&buf, s, []int{0}); err != nil {
@@ -839,21 +837,21 @@ func TestCaptureMergesControlInTimeOrder(t *testing.T) {
 // before it.
 func TestFinishCaptureMergesByTime(t *testing.T) {
 	td := startTestDaemon(t, true)
-	s := newCaptureSub([]int{0}, false)
+	s := newCaptureSubQueues([]int{0}, false, 2, 2)
 	data := udpFrame(64, 0)
 	pfc := make([]byte, wire.MACControlFrameSize)
 	wire.EncodePFC(pfc, wire.MAC{2}, 1<<3, &[8]uint16{3: 0xFFFF})
 	t0 := time.Now()
-	for i, r := range []capRecord{
+	// The data queue takes the two data records; the PFC frames, offered
+	// after, find it full and take the control queue.
+	for _, r := range []capRecord{
 		{ts: t0, data: data, comment: "rx 1"},
-		{ts: t0.Add(time.Millisecond), data: pfc, comment: "PFC 1"},
 		{ts: t0.Add(2 * time.Millisecond), data: data, comment: "rx 2"},
+		{ts: t0.Add(time.Millisecond), data: pfc, comment: "PFC 1"},
 		{ts: t0.Add(3 * time.Millisecond), data: pfc, comment: "PFC 2"},
 	} {
-		if i%2 == 0 {
-			s.ch <- r
-		} else {
-			s.ctl <- r
+		if !s.q.Offer(r, r.comment[0] == 'P') {
+			t.Fatalf("%s not queued", r.comment)
 		}
 	}
 	var buf bytes.Buffer
