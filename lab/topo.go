@@ -27,6 +27,9 @@ type Topo struct {
 	// Lossless, when not nil, makes these priorities lossless (PFC) on
 	// every switch: qos.PORT_QOS_MAP.pfc_enable.
 	Lossless []int
+	// Traffic, when its Pattern is set, adds one traffic entry over all
+	// the hosts (the simulator runs it).
+	Traffic TopoTraffic
 
 	nodes []topoNode
 	links []topoLink
@@ -39,6 +42,22 @@ type LinkOpts struct {
 	Delay string  // "1us"
 	MTU   int     // 4200
 	Loss  float64 // a probability, 0 to 1
+}
+
+// TopoTraffic is a traffic entry over every host of a Topo:
+//
+//	incast      every other host writes to the first (h1)
+//	pairs       the first half of the hosts to the second, h1 -> h(N/2+1), ...
+//	all_to_all  every host to every other
+//	random      every host, each message to a random other host
+//
+// as RDMA WRITE flows of Size messages (default 64KiB) on Priority
+// (default 3), offered at Load of the link rate (0: back to back).
+type TopoTraffic struct {
+	Pattern  string
+	Size     string
+	Priority int
+	Load     float64
 }
 
 type topoNode struct {
@@ -110,6 +129,9 @@ func (t *Topo) YAML() []byte {
 		}
 		b.WriteString("}\n")
 	}
+	if t.Traffic.Pattern != "" {
+		b.WriteString(t.trafficYAML())
+	}
 	if t.Lossless != nil {
 		var ps []string
 		for _, p := range t.Lossless {
@@ -118,6 +140,43 @@ func (t *Topo) YAML() []byte {
 		fmt.Fprintf(&b, "qos:\n  PORT_QOS_MAP: {pfc_enable: %q}\n", strings.Join(ps, ","))
 	}
 	return []byte(b.String())
+}
+
+// trafficYAML is the traffic section of t.Traffic.
+func (t *Topo) trafficYAML() string {
+	var hosts []string
+	for _, n := range t.nodes {
+		if n.kind == KindNIC {
+			hosts = append(hosts, n.name)
+		}
+	}
+	list := func(h []string) string { return "[" + strings.Join(h, ", ") + "]" }
+	tr := t.Traffic
+	var src, dst string
+	switch tr.Pattern {
+	case "incast":
+		if len(hosts) > 1 {
+			src, dst = list(hosts[1:]), hosts[0]
+		}
+	case "pairs":
+		half := len(hosts) / 2
+		src, dst = list(hosts[:half]), list(hosts[half:2*half])
+	default: // all_to_all, random, or what the parser names as unknown
+		src, dst = list(hosts), list(hosts)
+	}
+	size := tr.Size
+	if size == "" {
+		size = "64KiB"
+	}
+	prio := tr.Priority
+	if prio == 0 {
+		prio = 3
+	}
+	e := fmt.Sprintf("name: %s, src: %s, dst: %s, pattern: %s, size: %s, priority: %d", tr.Pattern, src, dst, tr.Pattern, size, prio)
+	if tr.Load > 0 {
+		e += ", load: " + strconv.FormatFloat(tr.Load, 'g', -1, 64)
+	}
+	return "traffic:\n  - {" + e + "}\n"
 }
 
 func linkOptsYAML(o LinkOpts) string {

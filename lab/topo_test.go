@@ -98,3 +98,28 @@ func TestTopoBuilder(t *testing.T) {
 		t.Errorf("a link to a node never added: %v, want an error naming it", err)
 	}
 }
+
+// Traffic over every host, in each pattern, parses into the flows the
+// pattern makes.
+func TestTopoTraffic(t *testing.T) {
+	for pattern, flows := range map[string]int{"incast": 3, "pairs": 2, "all_to_all": 12, "random": 4} {
+		tp, err := ParseTopo("tr", "single,4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.Traffic = TopoTraffic{Pattern: pattern, Size: "4KiB", Load: 0.5}
+		s, err := tp.Spec()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", pattern, err, tp.YAML())
+			continue
+		}
+		if len(s.Traffic) != flows {
+			t.Errorf("%s: %d flows, want %d\n%s", pattern, len(s.Traffic), flows, tp.YAML())
+		}
+	}
+	tp, _ := ParseTopo("tr", "single,2")
+	tp.Traffic = TopoTraffic{Pattern: "bogus"}
+	if _, err := tp.Spec(); err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Errorf("an unknown pattern: %v, want an error naming it", err)
+	}
+}

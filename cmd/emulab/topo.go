@@ -14,6 +14,7 @@ import (
 func init() {
 	var name, rate, delay, lossless, out string
 	var mtu int
+	var traffic lab.TopoTraffic
 	cmd := &cobra.Command{
 		Use:   "topo SHAPE",
 		Short: "Write a lab file for a predefined topology (mininet's --topo shapes, and leaf-spine)",
@@ -27,11 +28,20 @@ arguments are positional or key=value:
   leafspine,L,S[,H]        leaves leaf1..leafL, each linked to every spine
                            spine1..spineS, H hosts per leaf (default 2)
 
-Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order. The file is
-checked as up and sim check it before it is written.`,
+Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order. --traffic
+adds RDMA WRITE traffic over every host, which sim runs:
+
+  incast      every other host writes to h1
+  pairs       the first half of the hosts to the second (h1 to the first of
+              the second half, and so on)
+  all_to_all  every host to every other
+  random      every host, each message to a random other host
+
+The file is checked as up and sim check it before it is written.`,
 		Example: `  emulab topo single,4 > star.yaml
   emulab topo leafspine,4,2,4 --lossless 3 -o fabric.yaml && sudo emulab up fabric.yaml
-  emulab topo tree,depth=2,fanout=3 --rate 25G --delay 2us | emulab sim /dev/stdin`,
+  emulab topo tree,depth=2,fanout=3 --rate 25G --delay 2us | emulab sim /dev/stdin
+  emulab topo leafspine,4,2,4 --lossless 3 --traffic incast --size 256KiB | emulab sim /dev/stdin`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if name == "" {
@@ -42,6 +52,7 @@ checked as up and sim check it before it is written.`,
 				return &exitError{code: exitBadLabFile, err: err}
 			}
 			t.Defaults = lab.LinkOpts{Rate: rate, Delay: delay, MTU: mtu}
+			t.Traffic = traffic
 			if lossless != "" {
 				t.Lossless = []int{}
 				for _, p := range strings.Split(lossless, ",") {
@@ -68,5 +79,9 @@ checked as up and sim check it before it is written.`,
 	cmd.Flags().IntVar(&mtu, "mtu", 4200, "every link's MTU (4200 carries a 4096-byte RDMA payload)")
 	cmd.Flags().StringVar(&lossless, "lossless", "", "priorities made lossless (PFC) on every switch, e.g. 3")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the file here (default: standard output)")
+	cmd.Flags().StringVar(&traffic.Pattern, "traffic", "", "add RDMA WRITE traffic over every host: incast, pairs, all_to_all or random")
+	cmd.Flags().StringVar(&traffic.Size, "size", "64KiB", "--traffic: the message size")
+	cmd.Flags().IntVar(&traffic.Priority, "priority", 3, "--traffic: the priority the messages are sent on")
+	cmd.Flags().Float64Var(&traffic.Load, "load", 0, "--traffic: offered load per sender as a fraction of its link rate, Poisson arrivals (0: back to back)")
 	rootCmd.AddCommand(cmd)
 }
