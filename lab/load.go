@@ -66,7 +66,13 @@ func Parse(name string, data []byte) (*Spec, error) {
 func (d *decoder) read(data []byte) (map[string]any, bool) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		d.errs = append(d.errs, yamlError(d.file, err))
+		e := yamlError(d.file, err)
+		if l := problemLine(data, err, e.Line); l > e.Line {
+			e.Msg = strings.Replace(e.Msg, "(in the mapping or list that starts on this line)",
+				fmt.Sprintf("(in the mapping or list that starts on line %d)", e.Line), 1)
+			e.Line = l
+		}
+		d.errs = append(d.errs, e)
 		return nil, false
 	}
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -196,6 +202,34 @@ func yamlError(file string, err error) *FieldError {
 		}
 	}
 	return &FieldError{File: file, Line: line, Msg: msg}
+}
+
+// problemLine finds the line of a "did not find expected ..." error: the
+// YAML parser names the line where the enclosing mapping or list starts
+// (line 8 for a bad indentation on line 21 of the `ib:` mapping it is in),
+// not the line it stumbled on. That line is the first whose prefix of the
+// file fails to parse with the very same error; 0 if none is found (or
+// the error is of another kind), and the caller keeps the parser's.
+func problemLine(data []byte, err error, from int) int {
+	if !strings.Contains(err.Error(), "did not find expected") || from < 1 {
+		return 0
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > 5000 {
+		return 0 // one parse per line: not for a huge file
+	}
+	var prefix []byte
+	for i, l := range lines {
+		prefix = append(prefix, l...)
+		if i+1 < from {
+			continue
+		}
+		var doc yaml.Node
+		if perr := yaml.Unmarshal(prefix, &doc); perr != nil && perr.Error() == err.Error() {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // decoder turns viper's settings into a Spec, collecting every problem with

@@ -207,6 +207,8 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:8: topology.nodes.h2: key "h2" repeats line 7`},
 		{"yaml syntax", replace(`sim: {duration: 1ms}`, `sim: {duration: 1ms`),
 			`t.yaml:21: did not find expected ',' or '}' (in the mapping or list that starts on this line)`},
+		{"bad indentation", replace("    h2: {kind: nic}", "    h2: {kind: nic}\n   h3: {kind: nic}"),
+			`t.yaml:8: did not find expected key (in the mapping or list that starts on line 3)`},
 		{"tab", replace("    h2: {kind: nic}", "\th2: {kind: nic}"),
 			`t.yaml:7: found character that cannot start any token (a tab? YAML indents with spaces only)`},
 		{"not a mapping", "- just\n- a list\n",
