@@ -213,11 +213,16 @@ func (n *NIC) TxPauseDuration(p int) clock.Time {
 	return d
 }
 
-// WriteEthtool writes the Ethernet-side counters as `ethtool -S` prints
-// them: "NIC statistics:" then one "     name: value" per line.
+// WriteEthtool writes the port counters as `ethtool -S` prints them:
+// "NIC statistics:" then one "     name: value" per line. An IB port has
+// no MAC Control frames and no priorities: it lists its data VLs' packets
+// and bytes instead (writeEthtoolIB).
 func (n *NIC) WriteEthtool(w io.Writer) error {
 	if _, err := fmt.Fprintln(w, "NIC statistics:"); err != nil {
 		return err
+	}
+	if n.ib() {
+		return n.writeEthtoolIB(w)
 	}
 	p := &n.port
 	for _, kv := range []struct {
@@ -248,6 +253,25 @@ func (n *NIC) WriteEthtool(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// writeEthtoolIB writes an IB port's counters after the header: every
+// packet on the wire each way (the _phy ones, link packets included, as
+// the switch's), then per data VL what the VL carried (link packets are
+// no VL's data: ib_fc_tx and ib_fc_rx count them). IBA's PortCounters,
+// which exclude link packets, are what `emulab ib counters` reads.
+func (n *NIC) writeEthtoolIB(w io.Writer) error {
+	p := &n.port
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "     rx_packets_phy: %d\n     tx_packets_phy: %d\n     rx_bytes_phy: %d\n     tx_bytes_phy: %d\n     link_down_events_phy: %d\n",
+		p.RxPacketsPhy, p.TxPacketsPhy, p.RxBytesPhy, p.TxBytesPhy, p.LinkDownEventsPhy)
+	for vl := range n.cfg.IBDataVLs {
+		c := &n.prio[vl&7]
+		fmt.Fprintf(&sb, "     vl%[1]d_rx_packets: %[2]d\n     vl%[1]d_rx_bytes: %[3]d\n     vl%[1]d_tx_packets: %[4]d\n     vl%[1]d_tx_bytes: %[5]d\n",
+			vl, c.RxPackets, c.RxBytes, c.TxPackets, c.TxBytes)
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
 }
 
 // WriteHWCounters writes every RDMA counter, one "name value" per line, as

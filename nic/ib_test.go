@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/emufabric/emufabric/bth"
@@ -538,5 +539,27 @@ func starveVL1(p *pair) {
 		}
 		granted = true
 		return false
+	}
+}
+
+// TestIBEthtoolNoPriorities: an IB port's ethtool -S lists its data VLs'
+// packets, and none of RoCE's PFC or per-priority counters.
+func TestIBEthtoolNoPriorities(t *testing.T) {
+	p := ibPair(t, 128, 2)
+	p.l.run(200*clock.Microsecond, 1<<20, nil)
+	var sb strings.Builder
+	if err := p.a.WriteEthtool(&sb); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, line := range []string{"NIC statistics:\n", "     rx_packets_phy: ", "     vl0_rx_packets: 0\n", "     vl1_tx_bytes: 0\n"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("ethtool output lacks %q:\n%s", line, out)
+		}
+	}
+	for _, no := range []string{"prio", "pause", "vl2_"} {
+		if strings.Contains(out, no) {
+			t.Errorf("an IB port with 2 VLs lists %q:\n%s", no, out)
+		}
 	}
 }

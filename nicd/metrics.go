@@ -152,6 +152,12 @@ func WriteMetrics(w *bufio.Writer, info MetricsInfo, c *Response) {
 				ctr(m, pl, v)
 				continue
 			}
+			if rest, vl, ok := splitVL(k); ok {
+				if m, ok := vlMetrics[rest]; ok {
+					ctr(m, pl+`,vl="`+strconv.Itoa(vl)+`"`, v)
+					continue
+				}
+			}
 			if rest, prio, ok := splitPrio(k); ok {
 				ql := pl + `,priority="` + strconv.Itoa(prio) + `"`
 				if m, ok := prioMetrics[rest]; ok {
@@ -212,6 +218,24 @@ func promWords(k string) string {
 		}
 	}
 	return strings.Join(parts, "_")
+}
+
+// Per-VL counters of an IB port (vlN_rx_packets ...), in the families the
+// IB switch exports them in, with a vl label.
+var vlMetrics = map[string]metricName{
+	"rx_packets": {"emu_vl_received_packets_total", "Data packets received on the VL.", 0},
+	"rx_bytes":   {"emu_vl_received_bytes_total", "Bytes of data packets received on the VL (LRH through VCRC).", 0},
+	"tx_packets": {"emu_vl_transmitted_packets_total", "Data packets transmitted on the VL.", 0},
+	"tx_bytes":   {"emu_vl_transmitted_bytes_total", "Bytes of data packets transmitted on the VL (LRH through VCRC).", 0},
+}
+
+// splitVL turns vl1_rx_packets into (rx_packets, 1).
+func splitVL(k string) (string, int, bool) {
+	rest, ok := strings.CutPrefix(k, "vl")
+	if !ok || len(rest) < 2 || rest[0] < '0' || rest[0] > '7' || rest[1] != '_' {
+		return "", 0, false
+	}
+	return rest[2:], int(rest[0] - '0'), true
 }
 
 // splitPrio turns rx_prio3_pause into (rx_pause, 3).

@@ -522,6 +522,29 @@ func TestWriteMetrics(t *testing.T) {
 	}
 }
 
+// TestWriteMetricsIB: an IB port's per-VL counters go to the IB switch's
+// families with a vl label, and it has no priority or PFC family.
+func TestWriteMetricsIB(t *testing.T) {
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	WriteMetrics(w, MetricsInfo{Lab: "lab1", Node: "h1", Port: "ib0", Up: true, Dilation: 1}, &Response{
+		Ports: []PortCounters{{Port: "ib0", Counters: map[string]uint64{"rx_packets_phy": 9, "vl0_rx_packets": 4, "vl1_tx_bytes": 300}}},
+	})
+	w.Flush()
+	out := b.String()
+	for _, want := range []string{
+		`emu_vl_received_packets_total{lab="lab1",node="h1",port="ib0",vl="0"} 4`,
+		`emu_vl_transmitted_bytes_total{lab="lab1",node="h1",port="ib0",vl="1"} 300`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("metrics lack %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "priority=") || strings.Contains(out, "emu_nic_vl") {
+		t.Errorf("IB metrics with priorities or per-VL names:\n%s", out)
+	}
+}
+
 // BenchmarkWriteBW is `perf write_bw -s 65536` between two daemons in
 // this process over a seqpacket socketpair (no TAPs): 64 KiB RDMA WRITEs
 // at a 4096-byte MTU, 128 in flight (perftest's default tx-depth),

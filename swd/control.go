@@ -299,10 +299,11 @@ func (d *Daemon) counters(port string) Response {
 	return Response{OK: true, Ports: out}
 }
 
-// eachCounter reports every counter of p: the engine's, then the
-// daemon's wire and transport counters. Loop goroutine.
+// eachCounter reports every counter of p: the engine's of the lab's
+// fabric (no PFC or ECN counter on an IB port, no VL one on a RoCE port),
+// then the daemon's wire and transport counters. Loop goroutine.
 func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
-	d.sw.Counters(p.idx).Each(fn)
+	d.sw.EachCounter(p.idx, fn)
 	st := &p.st
 	fn("link_loss_tx", st.LinkLossTx)
 	fn("link_loss_rx", st.LinkLossRx)

@@ -236,8 +236,8 @@ func TestIBForwardAndCredits(t *testing.T) {
 		t.Fatalf("the switch sent %d bytes on p2 before h2 granted credit", len(b))
 	}
 	c2 := td.counters(t, "p2")
-	if c2["tx_prio1_packets"] != 0 || c2["vl1_tx_credits"] != 0 {
-		t.Errorf("p2 before credit: tx_prio1_packets %d vl1_tx_credits %d", c2["tx_prio1_packets"], c2["vl1_tx_credits"])
+	if c2["vl1_tx_packets"] != 0 || c2["vl1_tx_credits"] != 0 {
+		t.Errorf("p2 before credit: vl1_tx_packets %d vl1_tx_credits %d", c2["vl1_tx_packets"], c2["vl1_tx_credits"])
 	}
 
 	h2.grant(1, 0, ibBlocks)
@@ -276,9 +276,9 @@ func TestIBForwardAndCredits(t *testing.T) {
 	}
 
 	c1, c2 := td.counters(t, "p1"), td.counters(t, "p2")
-	if c1["rx_prio0_packets"] != 1 || c2["tx_prio1_packets"] != 1 || c2["vl1_fc_rx"] == 0 || c1["vl0_fc_tx"] == 0 {
-		t.Errorf("counters: p1 rx_prio0_packets %d, p2 tx_prio1_packets %d vl1_fc_rx %d, p1 vl0_fc_tx %d",
-			c1["rx_prio0_packets"], c2["tx_prio1_packets"], c2["vl1_fc_rx"], c1["vl0_fc_tx"])
+	if c1["vl0_rx_packets"] != 1 || c2["vl1_tx_packets"] != 1 || c2["vl1_fc_rx"] == 0 || c1["vl0_fc_tx"] == 0 {
+		t.Errorf("counters: p1 vl0_rx_packets %d, p2 vl1_tx_packets %d vl1_fc_rx %d, p1 vl0_fc_tx %d",
+			c1["vl0_rx_packets"], c2["vl1_tx_packets"], c2["vl1_fc_rx"], c1["vl0_fc_tx"])
 	}
 	if c2["vl1_tx_credits"] != uint64(ibBlocks-blocks) {
 		t.Errorf("p2 vl1_tx_credits %d, want %d", c2["vl1_tx_credits"], ibBlocks-blocks)

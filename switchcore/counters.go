@@ -6,9 +6,22 @@ import (
 	"github.com/emufabric/emufabric/clock"
 )
 
-// Each calls fn for every counter of the port with its SONiC / mlx5
-// ethtool name, in a fixed order (ethtool -S shape). Pause durations are in
-// microseconds as mlx5 reports them; IB port_xmit_wait is in nanoseconds.
+// EachCounter calls fn for every counter of port that exists on the
+// switch's fabric: PortCounters.Each on Ethernet, PortCounters.EachIB
+// (its data VLs only) on InfiniBand.
+func (s *Switch) EachCounter(port int, fn func(name string, v uint64)) {
+	c := s.Counters(port)
+	if s.cfg.Fabric == FabricIB {
+		c.EachIB(s.cfg.IB.DataVLs, fn)
+		return
+	}
+	c.Each(fn)
+}
+
+// Each calls fn for every counter of an Ethernet (RoCE) port with its
+// SONiC / mlx5 ethtool name, in a fixed order (ethtool -S shape). Pause
+// durations are in microseconds as mlx5 reports them. IB's counters are
+// EachIB's: a RoCE port has no VL, credit or flow-control packet.
 // It allocates the names; it is for dumps, not the per-frame path.
 func (c *PortCounters) Each(fn func(name string, v uint64)) {
 	fn("rx_packets_phy", c.RxPacketsPhy)
@@ -24,7 +37,6 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 	fn("rx_global_pause", c.RxGlobalPause)
 	fn("rx_global_pause_duration", uint64(c.RxGlobalPauseDurationPs/int64(clock.Microsecond)))
 	fn("link_down_events_phy", c.LinkDownEvents)
-	fn("port_xmit_wait", uint64(c.PortXmitWaitPs/int64(clock.Nanosecond)))
 	for r := DropMalformed; r < NumDropReasons; r++ {
 		if r != DropHeadroomOverflow {
 			fn("drop_"+r.String(), c.Drops[r])
@@ -60,11 +72,50 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 		fn(n("pfcwd_prio%d_tx_drop"), p.PFCWDTxDrop)
 		fn(n("pfcwd_prio%d_rx_ok"), p.PFCWDRxOK)
 		fn(n("pfcwd_prio%d_rx_drop"), p.PFCWDRxDrop)
+	}
+}
+
+// ibDropReasons are the reasons an IB port drops for (ib.go, sma.go): IB
+// has no lossy class, WRED, PFC watchdog, TTL or Ethernet FCS (a corrupted
+// packet fails its VCRC: malformed).
+var ibDropReasons = []DropReason{DropMalformed, DropNoRoute, DropLinkDown, DropMTUExceeded, DropVL15}
+
+// EachIB calls fn for every counter of an InfiniBand port, in a fixed
+// order (ethtool -S shape): the port's, then those of its vls data VLs,
+// named vlN_... (PrioCounters index = VL). An IB port has no PFC, PAUSE,
+// ECN, priority groups, headroom or PFC watchdog: none of their counters
+// is listed. port_xmit_wait is in nanoseconds.
+// It allocates the names; it is for dumps, not the per-frame path.
+func (c *PortCounters) EachIB(vls int, fn func(name string, v uint64)) {
+	fn("rx_packets_phy", c.RxPacketsPhy)
+	fn("rx_bytes_phy", c.RxBytesPhy)
+	fn("tx_packets_phy", c.TxPacketsPhy)
+	fn("tx_bytes_phy", c.TxBytesPhy)
+	fn("link_down_events_phy", c.LinkDownEvents)
+	fn("port_xmit_wait", uint64(c.PortXmitWaitPs/int64(clock.Nanosecond)))
+	// A packet beyond the credit the port granted is kept (IB does not
+	// drop); the engine counts it where Ethernet counts headroom overflow.
+	fn("excessive_buffer_overrun_errors", c.Drops[DropHeadroomOverflow])
+	for _, r := range ibDropReasons {
+		fn("drop_"+r.String(), c.Drops[r])
+	}
+	for vl := range min(max(vls, 0), NumPriorities) {
+		p := &c.Prio[vl]
+		n := func(f string) string { return fmt.Sprintf(f, vl) }
+		fn(n("vl%d_rx_packets"), p.RxPackets)
+		fn(n("vl%d_rx_bytes"), p.RxBytes)
+		fn(n("vl%d_tx_packets"), p.TxPackets)
+		fn(n("vl%d_tx_bytes"), p.TxBytes)
 		fn(n("vl%d_xmit_wait"), uint64(p.XmitWaitPs/int64(clock.Nanosecond)))
 		fn(n("vl%d_credit_stalls"), p.CreditStalls)
 		fn(n("vl%d_fc_tx"), p.FCTx)
 		fn(n("vl%d_fc_rx"), p.FCRx)
 		fn(n("vl%d_fecn_marked"), p.FECNMarked)
+		fn(n("vl%d_credit_overrun"), p.HeadroomOverflow)
+		fn(n("vl%d_queue_watermark"), uint64(p.QueueWatermark))
+		for _, r := range ibDropReasons[1:] { // malformed is known before any VL is
+			fn(fmt.Sprintf("vl%d_drop_%s", vl, r), p.Drops[r])
+		}
 	}
 }
 

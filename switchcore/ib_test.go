@@ -1,6 +1,7 @@
 package switchcore
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
@@ -293,5 +294,37 @@ func TestIBCreditUpdateMin(t *testing.T) {
 		if uint64(len(fc)) != s.Counters(0).Prio[0].FCTx-1 { // 1: VL 0's advertisement at attach
 			t.Errorf("gap %v: FCTx %d, %d packets seen", gap, s.Counters(0).Prio[0].FCTx, len(fc))
 		}
+	}
+}
+
+// TestIBCounterNames: an IB port's dump lists its data VLs' counters and
+// none of Ethernet's (PFC, ECN, priority groups, PFC watchdog, headroom);
+// an Ethernet port's lists no VL's.
+func TestIBCounterNames(t *testing.T) {
+	c := ibConfig(2)
+	c.IB.DataVLs = 2
+	for sl := range c.IB.SL2VL {
+		c.IB.SL2VL[sl] = uint8(sl % 2)
+	}
+	c.IB.VLArbLow = c.IB.VLArbLow[:2]
+	s, _, _, _ := newIB(t, c)
+	var names []string
+	s.EachCounter(0, func(n string, _ uint64) { names = append(names, n) })
+	all := " " + strings.Join(names, " ") + " "
+	for _, n := range []string{"rx_packets_phy", "port_xmit_wait", "vl1_rx_packets", "vl1_fc_tx", "vl1_credit_stalls", "vl1_drop_no_route", "drop_vl15_drop", "excessive_buffer_overrun_errors"} {
+		if !strings.Contains(all, " "+n+" ") {
+			t.Errorf("IB counter %s missing: %s", n, all)
+		}
+	}
+	for _, n := range []string{"prio", "pause", "pfcwd", "pg", "_ecn", "headroom", "wred", "lossy", "vl2_", "link_state"} {
+		if strings.Contains(all, n) {
+			t.Errorf("IB port lists %q: %s", n, all)
+		}
+	}
+	e, _, _ := newTestSwitch(t, testConfig(1, 100e9))
+	names = names[:0]
+	e.EachCounter(0, func(n string, _ uint64) { names = append(names, n) })
+	if all := strings.Join(names, " "); strings.Contains(all, "vl0_") || strings.Contains(all, "port_xmit_wait") {
+		t.Errorf("Ethernet port lists IB counters: %s", all)
 	}
 }

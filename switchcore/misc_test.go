@@ -74,7 +74,7 @@ func TestCounterNames(t *testing.T) {
 	all := strings.Join(names, " ")
 	for _, n := range []string{"rx_prio3_pause", "tx_prio3_pause_duration", "rx_prio3_pause_duration",
 		"pg3_shared_watermark", "pg3_headroom_watermark", "queue3_watermark", "prio3_drop_lossy_threshold",
-		"pfcwd_prio3_storm_detected", "pfcwd_prio3_rx_drop", "tx_prio3_ecn_marked", "port_xmit_wait", "headroom_overflow", "pg3_headroom_overflow"} {
+		"pfcwd_prio3_storm_detected", "pfcwd_prio3_rx_drop", "tx_prio3_ecn_marked", "headroom_overflow", "pg3_headroom_overflow"} {
 		if !strings.Contains(all, n) {
 			t.Errorf("counter %s missing", n)
 		}

@@ -110,7 +110,7 @@ func TestParseLiveAutostop(t *testing.T) {
 func TestWriteEthtoolOrder(t *testing.T) {
 	var sb strings.Builder
 	err := writeEthtool(&sb, map[string]uint64{"transport_rx_frames": 3, "tx_packets_phy": 2, "rx_prio3_pause": 9,
-		"rx_packets_phy": 1, "link_loss_rx": 4})
+		"rx_packets_phy": 1, "link_loss_rx": 4}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,6 +118,16 @@ func TestWriteEthtoolOrder(t *testing.T) {
 		"     link_loss_rx: 4\n     transport_rx_frames: 3\n"
 	if sb.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", sb.String(), want)
+	}
+	// An IB port's in EachIB's order: the port's, then VL 0's, then VL 1's.
+	sb.Reset()
+	err = writeEthtool(&sb, map[string]uint64{"vl1_rx_packets": 5, "vl0_fc_tx": 6, "port_xmit_wait": 7, "vl0_rx_packets": 8, "link_loss_rx": 4}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = "NIC statistics:\n     port_xmit_wait: 7\n     vl0_rx_packets: 8\n     vl0_fc_tx: 6\n     vl1_rx_packets: 5\n     link_loss_rx: 4\n"
+	if sb.String() != want {
+		t.Errorf("IB: got\n%s\nwant\n%s", sb.String(), want)
 	}
 }
 

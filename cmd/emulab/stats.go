@@ -53,8 +53,10 @@ For a switch (emuswitch) it prints one row per port (packets, bytes, PAUSE
 frames, ECN marks, drops) and one row per port and priority that counted
 anything (per-priority packets, PFC pause frames and time, ECN marks, drops).
 SWITCH:PORT prints that port's counters in the ethtool -S layout, every
-counter the switch keeps (mlx5 names, drop reasons, buffer watermarks, PFC
-watchdog, and the emulated wire's and transport's counters).
+counter the switch keeps for its fabric (on RoCE the mlx5 names, drop
+reasons, buffer watermarks and PFC watchdog; on InfiniBand the port's and
+its data VLs' counters, vlN_..., with no PFC or ECN one), and the emulated
+wire's and transport's counters.
 
 NODE is LAB/NODE, or NODE when one lab is up (or with --lab). --json prints
 the daemon's counters as one JSON object for scripts.`,
@@ -153,7 +155,7 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 		if len(c.Ports) != 1 {
 			return fmt.Errorf("stats %s: the daemon answered with %d ports", arg, len(c.Ports))
 		}
-		err = writeEthtool(out, c.Ports[0].Counters)
+		err = writeEthtool(out, c.Ports[0].Counters, li.Fabric == lab.FabricIB)
 	default:
 		if li.Fabric == lab.FabricIB {
 			err = writeIBSwitchTable(out, n, c.Ports)
@@ -188,27 +190,33 @@ func writeStatsJSON(out io.Writer, li *lab.LabInfo, n *lab.NodeInfo, c *lab.Daem
 	}{li.Lab, n.Name, n.Kind, c})
 }
 
-// switchCounterOrder is the order emuswitch's engine reports its counters
-// in (switchcore.PortCounters.Each): ethtool -S lists a port's counters in
-// the driver's order, not alphabetically.
-var switchCounterOrder = func() map[string]int {
-	m := map[string]int{}
+// switchCounterOrder and ibSwitchCounterOrder are the orders emuswitch's
+// engine reports its counters in (switchcore.PortCounters.Each, EachIB):
+// ethtool -S lists a port's counters in the driver's order, not
+// alphabetically.
+var switchCounterOrder, ibSwitchCounterOrder = func() (eth, ib map[string]int) {
+	eth, ib = map[string]int{}, map[string]int{}
 	var pc switchcore.PortCounters
-	pc.Each(func(name string, _ uint64) { m[name] = len(m) })
-	return m
+	pc.Each(func(name string, _ uint64) { eth[name] = len(eth) })
+	pc.EachIB(switchcore.NumPriorities, func(name string, _ uint64) { ib[name] = len(ib) })
+	return eth, ib
 }()
 
 // writeEthtool prints one switch port's counters in the ethtool -S
-// layout: the engine's in its order, then the daemon's (wire, transport)
-// by name.
-func writeEthtool(out io.Writer, m map[string]uint64) error {
+// layout: the engine's in its order (that of the fabric's port: ib), then
+// the daemon's (wire, transport) by name.
+func writeEthtool(out io.Writer, m map[string]uint64, ib bool) error {
+	order := switchCounterOrder
+	if ib {
+		order = ibSwitchCounterOrder
+	}
 	names := make([]string, 0, len(m))
 	for k := range m {
 		names = append(names, k)
 	}
 	slices.SortFunc(names, func(a, b string) int {
-		ia, oka := switchCounterOrder[a]
-		ib, okb := switchCounterOrder[b]
+		ia, oka := order[a]
+		ib, okb := order[b]
 		switch {
 		case oka && okb:
 			return ia - ib
