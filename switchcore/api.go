@@ -413,6 +413,12 @@ type PortCounters struct {
 	Drops                    [NumDropReasons]uint64 // all priorities, plus drops before classification
 	Prio                     [NumPriorities]PrioCounters
 	PortXmitWaitPs           int64 // IB port_xmit_wait, whole port
+	// IB PortCounters (IBA 16.1.3.5): packets and octets of IB packets,
+	// link packets excluded (they are counted per VL, FCTx and FCRx),
+	// octets from the LRH through the ICRC (not the VCRC). The _phy
+	// counters above count every packet on the wire.
+	XmitPkts, RcvPkts uint64 // port_xmit_packets, port_rcv_packets
+	XmitData, RcvData uint64 // octets; port_xmit_data, port_rcv_data report them ÷4
 }
 
 // TraceKind is the kind of a TraceEvent.

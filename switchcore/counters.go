@@ -81,7 +81,10 @@ func (c *PortCounters) Each(fn func(name string, v uint64)) {
 var ibDropReasons = []DropReason{DropMalformed, DropNoRoute, DropLinkDown, DropMTUExceeded, DropVL15}
 
 // EachIB calls fn for every counter of an InfiniBand port, in a fixed
-// order (ethtool -S shape): the port's, then those of its vls data VLs,
+// order (ethtool -S shape): the port's (the _phy ones count every packet
+// on the wire, link packets included; port_xmit_packets ... port_rcv_data
+// are IBA's PortCounters, which exclude them, data in 4-octet words as
+// sysfs and perfquery show it), then those of its vls data VLs,
 // named vlN_... (PrioCounters index = VL). An IB port has no PFC, PAUSE,
 // ECN, priority groups, headroom or PFC watchdog: none of their counters
 // is listed. port_xmit_wait is in nanoseconds.
@@ -92,6 +95,10 @@ func (c *PortCounters) EachIB(vls int, fn func(name string, v uint64)) {
 	fn("tx_packets_phy", c.TxPacketsPhy)
 	fn("tx_bytes_phy", c.TxBytesPhy)
 	fn("link_down_events_phy", c.LinkDownEvents)
+	fn("port_xmit_packets", c.XmitPkts)
+	fn("port_rcv_packets", c.RcvPkts)
+	fn("port_xmit_data", c.XmitData/4)
+	fn("port_rcv_data", c.RcvData/4)
 	fn("port_xmit_wait", uint64(c.PortXmitWaitPs/int64(clock.Nanosecond)))
 	// A packet beyond the credit the port granted is kept (IB does not
 	// drop); the engine counts it where Ethernet counts headroom overflow.

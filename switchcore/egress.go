@@ -91,6 +91,9 @@ func (s *Switch) transmit(p *port, f *frame.Frame, now clock.Time, ct bool) {
 	n := uint64(f.Len())
 	p.c.TxPacketsPhy++
 	p.c.TxBytesPhy += n
+	if s.cfg.Fabric == FabricIB {
+		countIBPacket(&p.c.XmitPkts, &p.c.XmitData, f.Len())
+	}
 	if f.InPort >= 0 {
 		c := &p.c.Prio[f.Priority&7]
 		c.TxPackets++

@@ -399,3 +399,16 @@ func (p *port) ibWaitEnded(vl int, now clock.Time) {
 	ib.waiting[vl] = false
 	p.ibStallEnded(vl, now)
 }
+
+// countIBPacket counts a packet of n bytes on the wire in IBA's
+// PortCounters (pkts, data): link packets are not counted (IBA 16.1.3.5:
+// PortXmitPkts and PortRcvPkts count packets "excluding link packets",
+// and so do the data counters), and data is the octets from the LRH
+// through the ICRC, the VCRC left out, as emunic's PMA counts them.
+func countIBPacket(pkts, data *uint64, n int) {
+	if n == wire.IBLinkSize {
+		return
+	}
+	*pkts++
+	*data += uint64(max(n-wire.VCRCSize, 0))
+}

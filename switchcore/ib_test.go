@@ -328,3 +328,39 @@ func TestIBCounterNames(t *testing.T) {
 		t.Errorf("Ethernet port lists IB counters: %s", all)
 	}
 }
+
+// TestIBPortCountersExcludeLinkPackets: IBA's PortRcvPkts/PortXmitPkts
+// and the data counters leave link packets out (IBA 16.1.3.5); the _phy
+// counters and the VL's fc_rx/fc_tx count them.
+func TestIBPortCountersExcludeLinkPackets(t *testing.T) {
+	s, clk, pool, sinks := newIB(t, ibConfig(2))
+	clk.runUntil(clock.Microsecond)
+	deliver(s, clk, 1, fcPkt(pool, 0, 0, 100))
+	deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+	clk.runUntil(2 * clock.Microsecond)
+	if len(sinks[1].data) != 1 {
+		t.Fatalf("port 1 sent %d data packets, want 1", len(sinks[1].data))
+	}
+	in, out := s.Counters(0), s.Counters(1)
+	m := map[string]uint64{}
+	s.EachCounter(1, func(n string, v uint64) { m[n] = v })
+	for _, c := range []struct {
+		name      string
+		got, want uint64
+	}{
+		{"p0 port_rcv_packets", in.RcvPkts, 1},
+		{"p0 RcvData octets (LRH..ICRC)", in.RcvData, ibLen},
+		{"p0 port_xmit_packets (link packets only)", in.XmitPkts, 0},
+		{"p1 port_xmit_packets", out.XmitPkts, 1},
+		{"p1 port_rcv_packets (one link packet)", out.RcvPkts, 0},
+		{"p1 rx_packets_phy (the link packet)", out.RxPacketsPhy, 1},
+		{"p1 tx_packets_phy", out.TxPacketsPhy, uint64(len(sinks[1].fc) + 1)},
+		{"p1 dump port_xmit_data (words)", m["port_xmit_data"], ibLen / 4},
+		{"p1 dump port_xmit_packets", m["port_xmit_packets"], 1},
+		{"p1 dump vl0_fc_rx", m["vl0_fc_rx"], 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}

@@ -24,6 +24,7 @@ func (s *Switch) Receive(port int, f *frame.Frame) {
 		return
 	}
 	if s.cfg.Fabric == FabricIB {
+		countIBPacket(&p.c.RcvPkts, &p.c.RcvData, f.Len())
 		s.receiveIB(p, f)
 		return
 	}

@@ -251,8 +251,8 @@ func sumPrefix(m map[string]uint64, prefix string) uint64 {
 func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
 	// DROPS: the switch's, every reason; WIRE_DROPS: what the emulated
 	// wire lost (loss, a full link queue, no peer).
-	err := writePortTable(out, n, ports, "RX_PAUSE\tTX_PAUSE\tECN_MARKED\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
-		return []uint64{m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumPrefix(m, "drop_"), wireDrops(m)}
+	err := writePortTable(out, n, ports, "RX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tRX_PAUSE\tTX_PAUSE\tECN_MARKED\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
+		return []uint64{m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"], m["rx_pause_ctrl_phy"], m["tx_pause_ctrl_phy"], sumMarked(m), sumPrefix(m, "drop_"), wireDrops(m)}
 	})
 	if err != nil {
 		return err
@@ -273,17 +273,20 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 }
 
 // writeIBSwitchTable is an IB switch's summary: per port the packets and
-// bytes, the FECN marks, the time it waited for credits (port_xmit_wait),
-// the drops and the wire's; then per port and VL the flow-control packets
-// each way, the credit stalls and the FECN marks. IB has no PAUSE, no ECN
-// and no priorities: its layout is the simulator's per VL.
+// bytes (IBA's PortRcvPkts, PortXmitPkts: link packets are not packets
+// there, and the bytes are the PortRcvData octets, LRH through ICRC), the
+// FECN marks, the time it waited for credits (port_xmit_wait), the drops
+// and the wire's; then per port and VL the flow-control packets each way,
+// the credit stalls and the FECN marks. IB has no PAUSE, no ECN and no
+// priorities: its layout is the simulator's per VL.
 func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
-	err := writePortTable(out, n, ports, "FECN_MARKED\tXMIT_WAIT_NS\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
-		return []uint64{sumVL(m, "vl%d_fecn_marked"), m["port_xmit_wait"], sumPrefix(m, "drop_"), wireDrops(m)}
+	err := writePortTable(out, n, ports, "RX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tFECN_MARKED\tXMIT_WAIT_NS\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
+		return []uint64{m["port_rcv_packets"], 4 * m["port_rcv_data"], m["port_xmit_packets"], 4 * m["port_xmit_data"], sumVL(m, "vl%d_fecn_marked"), m["port_xmit_wait"], sumPrefix(m, "drop_"), wireDrops(m)}
 	})
 	if err != nil {
 		return err
 	}
+	fmt.Fprintln(out, "RX_PACKETS and TX_PACKETS count IB packets (perfquery's PortRcvPkts, PortXmitPkts); link packets are FC_RX and FC_TX below.")
 	fmt.Fprintln(out)
 	return writeClassTable(out, ports, "VL\tFC_RX\tFC_TX\tCREDIT_STALLS\tXMIT_WAIT_NS\tFECN_MARKED",
 		"no VL of any port counted anything yet", func(m map[string]uint64, vl int) []uint64 {
@@ -292,16 +295,16 @@ func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterS
 		})
 }
 
-// writePortTable prints one row per port: its name, its peer, its packets
-// and bytes each way, then the columns named in more (tab-separated) with
-// the values cols gives for the port's counters.
-func writePortTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet, more string, cols func(map[string]uint64) []uint64) error {
+// writePortTable prints one row per port: its name, its peer, then the
+// columns named in head (tab-separated) with the values cols gives for
+// the port's counters.
+func writePortTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet, head string, cols func(map[string]uint64) []uint64) error {
 	peer := portPeers(n)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "PORT\tPEER\tRX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\t%s\t\n", more)
+	fmt.Fprintf(tw, "PORT\tPEER\t%s\t\n", head)
 	for _, p := range ports {
 		m := p.Counters
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t", p.Port, peer(p.Port), m["rx_packets_phy"], m["rx_bytes_phy"], m["tx_packets_phy"], m["tx_bytes_phy"])
+		fmt.Fprintf(tw, "%s\t%s\t", p.Port, peer(p.Port))
 		for _, v := range cols(m) {
 			fmt.Fprintf(tw, "%d\t", v)
 		}
