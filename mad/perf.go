@@ -1,6 +1,10 @@
 package mad
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/emufabric/emufabric/clock"
+)
 
 // Performance management (IBA 16.1, class 0x04): GMPs sent to a port's
 // QP1 (the GSI, Q_Key GSIQKey) on a data VL, LID-routed. A PerfMgt MAD is
@@ -45,18 +49,33 @@ const PortCountersSize = 44
 // bit 12); perfquery prints the mask in its header.
 const PerfMgtCapXmitWait = 0x1000
 
+// XmitWaitTick is the tick PortXmitWait counts in, on every emulated
+// port (emunic's PMA, emuswitch's port_xmit_wait and vlN_xmit_wait): one
+// microsecond of lab time (the daemons' clock, dilated with the lab).
+// IBA 16.1.3.5 counts PortXmitWait in ticks during which the port had data
+// to send and sent none, and leaves the tick's length to the
+// implementation; a microsecond keeps the 32-bit field from saturating
+// for 71 minutes of waiting, and reads as the simulator report's
+// port_xmit_wait_us. The time is the credit waits': from a VL's packet
+// finding no credit until it leaves, summed over the VLs.
+const XmitWaitTick = clock.Microsecond
+
+// XmitWaitTicks is t in XmitWaitTicks, rounded down.
+func XmitWaitTicks(t clock.Time) uint64 { return uint64(max(t, 0) / XmitWaitTick) }
+
 type PortCountersFields struct {
-	PortSelect                  uint8
-	SymbolErrors                uint64
-	LinkErrorRecovery           uint64
-	LinkDowned                  uint64
-	RcvErrors                   uint64
-	RcvRemotePhysicalErrors     uint64
-	RcvSwitchRelayErrors        uint64
-	XmitDiscards                uint64
-	VL15Dropped                 uint64
-	XmitData, RcvData           uint64 // in 4-byte words
-	XmitPkts, RcvPkts, XmitWait uint64
+	PortSelect              uint8
+	SymbolErrors            uint64
+	LinkErrorRecovery       uint64
+	LinkDowned              uint64
+	RcvErrors               uint64
+	RcvRemotePhysicalErrors uint64
+	RcvSwitchRelayErrors    uint64
+	XmitDiscards            uint64
+	VL15Dropped             uint64
+	XmitData, RcvData       uint64 // in 4-byte words
+	XmitPkts, RcvPkts       uint64
+	XmitWait                uint64 // in XmitWaitTicks
 }
 
 func sat(v uint64, bits uint) uint64 { return min(v, 1<<bits-1) }

@@ -83,7 +83,7 @@ const (
 	// Native InfiniBand (Config.Fabric FabricIB). On an IB port the
 	// congestion counters above count the IB CC annex's events: FECN-marked
 	// packets received, CN packets sent, BECNs handled.
-	IBCreditWaits    // ib_credit_waits: times a VL's next packet had to wait for credit (port_xmit_wait's events)
+	IBCreditWaits    // ib_credit_waits: times a VL's next packet had to wait for credit (events; the PMA's PortXmitWait is their time, in mad.XmitWaitTick)
 	IBFCTx           // ib_fc_tx: flow-control packets sent
 	IBFCRx           // ib_fc_rx: flow-control packets received
 	IBLinkErr        // ib_link_errors: link packet with a bad LPCRC or operand, dropped

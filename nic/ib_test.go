@@ -563,3 +563,31 @@ func TestIBEthtoolNoPriorities(t *testing.T) {
 		}
 	}
 }
+
+// TestIBPortXmitWaitTicks: the PMA's PortXmitWait is the time a VL waited
+// for credit in ticks of mad.XmitWaitTick, as the switch reports its
+// port_xmit_wait, not the number of waits (ib_credit_waits).
+func TestIBPortXmitWaitTicks(t *testing.T) {
+	p := ibPair(t, 128, 1)
+	p.l.run(100*clock.Microsecond, 1<<20, nil)
+	n := p.a
+	f := p.pool.Get(256)
+	defer f.Put()
+	waits := n.cnt[IBCreditWaits]
+	n.ibl.fcclKnown[0] = false // as before the peer's first flow-control packet
+	if n.ibCredit(0, f) {
+		t.Fatal("credit without a limit")
+	}
+	t0 := p.l.now
+	p.l.run(t0+50*clock.Microsecond, 1<<20, nil)
+	p.l.now = t0 + 50*clock.Microsecond // run stops at the last event before
+	n.ibl.fcclKnown[0] = true
+	n.ibl.fccl[0] = wire.AddBlocks(n.ibl.fctbs[0], 100)
+	if !n.ibCredit(0, f) {
+		t.Fatal("no credit after the limit came")
+	}
+	pc := n.portCounters(1)
+	if pc.XmitWait != 50 || n.cnt[IBCreditWaits] != waits+1 {
+		t.Errorf("PortXmitWait %d ticks (want 50, 1 us each), ib_credit_waits +%d (want +1)", pc.XmitWait, n.cnt[IBCreditWaits]-waits)
+	}
+}

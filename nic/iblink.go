@@ -21,6 +21,8 @@ type ibLink struct {
 	fcclKnown [8]bool   // fccl holds a limit; until the first flow-control packet nothing may be sent
 	held      [8]*frame.Frame
 	stalled   [8]bool
+	waitSince [8]clock.Time // when the stalled VL's packet found no credit
+	waitTotal clock.Time    // completed credit waits, all VLs (PortXmitWait)
 
 	abr     [8]uint16 // blocks received per VL
 	advABR  [8]uint16 // ABR as of the last flow-control packet sent
@@ -60,15 +62,21 @@ func (n *NIC) ibStart(attach bool) {
 }
 
 // ibCredit reports whether f, to go out on vl, fits the peer's credit
-// limit now; a packet that does not stays held and counts one wait.
+// limit now; a packet that does not stays held and counts one wait
+// (ib_credit_waits) whose time, once it ends, goes to PortXmitWait, as the
+// switch counts its own (switchcore ibWaitEnded).
 func (n *NIC) ibCredit(vl uint8, f *frame.Frame) bool {
 	l := &n.ibl
 	if l.fcclKnown[vl] && wire.CanSend(l.fccl[vl], l.fctbs[vl], wire.CreditBlocks(len(f.Data))) {
-		l.stalled[vl] = false
+		if l.stalled[vl] {
+			l.stalled[vl] = false
+			l.waitTotal += n.clk.Now() - l.waitSince[vl]
+		}
 		return true
 	}
 	if !l.stalled[vl] {
 		l.stalled[vl] = true
+		l.waitSince[vl] = n.clk.Now()
 		n.cnt[IBCreditWaits]++
 	}
 	return false

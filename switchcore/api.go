@@ -392,7 +392,7 @@ type PrioCounters struct {
 	PFCWDRxOK          uint64 // RX OK/DROP: frames arriving on a stormed priority
 	PFCWDRxDrop        uint64
 	// IB (index = VL).
-	XmitWaitPs   int64  // port_xmit_wait per VL: time with data queued and no credit
+	XmitWaitPs   int64  // vlN_xmit_wait (reported in mad.XmitWaitTick): time with data queued and no credit
 	CreditStalls uint64 // times a VL had a packet and no credit
 	FCTx, FCRx   uint64 // flow-control packets sent / received for this VL
 	FECNMarked   uint64 // packets this VL sent with FECN newly set (IB CC)
@@ -412,7 +412,7 @@ type PortCounters struct {
 	LinkDownEvents           uint64                 // link_down_events_phy
 	Drops                    [NumDropReasons]uint64 // all priorities, plus drops before classification
 	Prio                     [NumPriorities]PrioCounters
-	PortXmitWaitPs           int64 // IB port_xmit_wait, whole port
+	PortXmitWaitPs           int64 // IB port_xmit_wait, whole port (reported in mad.XmitWaitTick)
 	// IB PortCounters (IBA 16.1.3.5): packets and octets of IB packets,
 	// link packets excluded (they are counted per VL, FCTx and FCRx),
 	// octets from the LRH through the ICRC (not the VCRC). The _phy

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/mad"
 )
 
 // EachCounter calls fn for every counter of port that exists on the
@@ -87,7 +88,8 @@ var ibDropReasons = []DropReason{DropMalformed, DropNoRoute, DropLinkDown, DropM
 // sysfs and perfquery show it), then those of its vls data VLs,
 // named vlN_... (PrioCounters index = VL). An IB port has no PFC, PAUSE,
 // ECN, priority groups, headroom or PFC watchdog: none of their counters
-// is listed. port_xmit_wait is in nanoseconds.
+// is listed. port_xmit_wait and vlN_xmit_wait are in PortXmitWait's ticks
+// (mad.XmitWaitTick, a microsecond), as emunic's PMA reports it.
 // It allocates the names; it is for dumps, not the per-frame path.
 func (c *PortCounters) EachIB(vls int, fn func(name string, v uint64)) {
 	fn("rx_packets_phy", c.RxPacketsPhy)
@@ -99,7 +101,7 @@ func (c *PortCounters) EachIB(vls int, fn func(name string, v uint64)) {
 	fn("port_rcv_packets", c.RcvPkts)
 	fn("port_xmit_data", c.XmitData/4)
 	fn("port_rcv_data", c.RcvData/4)
-	fn("port_xmit_wait", uint64(c.PortXmitWaitPs/int64(clock.Nanosecond)))
+	fn("port_xmit_wait", mad.XmitWaitTicks(clock.Time(c.PortXmitWaitPs)))
 	// A packet beyond the credit the port granted is kept (IB does not
 	// drop); the engine counts it where Ethernet counts headroom overflow.
 	fn("excessive_buffer_overrun_errors", c.Drops[DropHeadroomOverflow])
@@ -113,7 +115,7 @@ func (c *PortCounters) EachIB(vls int, fn func(name string, v uint64)) {
 		fn(n("vl%d_rx_bytes"), p.RxBytes)
 		fn(n("vl%d_tx_packets"), p.TxPackets)
 		fn(n("vl%d_tx_bytes"), p.TxBytes)
-		fn(n("vl%d_xmit_wait"), uint64(p.XmitWaitPs/int64(clock.Nanosecond)))
+		fn(n("vl%d_xmit_wait"), mad.XmitWaitTicks(clock.Time(p.XmitWaitPs)))
 		fn(n("vl%d_credit_stalls"), p.CreditStalls)
 		fn(n("vl%d_fc_tx"), p.FCTx)
 		fn(n("vl%d_fc_rx"), p.FCRx)

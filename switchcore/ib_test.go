@@ -135,6 +135,13 @@ func TestIBNeverWithoutCredit(t *testing.T) {
 	if s.Counters(1).Prio[0].XmitWaitPs <= 0 || s.Counters(0).TotalDrops() != 0 {
 		t.Error("port_xmit_wait not accumulated or drops")
 	}
+	// The dump reports the wait in PortXmitWait's ticks (microseconds),
+	// as emunic's PMA does, not in nanoseconds.
+	m := map[string]uint64{}
+	s.EachCounter(1, func(n string, v uint64) { m[n] = v })
+	if ps := s.Counters(1).PortXmitWaitPs; m["port_xmit_wait"] != uint64(ps/int64(clock.Microsecond)) || m["vl0_xmit_wait"] != m["port_xmit_wait"] || m["port_xmit_wait"] == 0 {
+		t.Errorf("port_xmit_wait %d vl0_xmit_wait %d, want %d ticks of 1 us", m["port_xmit_wait"], m["vl0_xmit_wait"], ps/int64(clock.Microsecond))
+	}
 	// Wrap-around: FCCL/FCTBS are mod 4096; many rounds of credit keep working.
 	fccl := uint16(82)
 	for round := range 200 {

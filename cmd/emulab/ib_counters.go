@@ -94,7 +94,8 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 }
 
 // writePerfQuery prints PortCounters as perfquery does: a header with the
-// agent's PerfMgt CapabilityMask (emunic's agent counts PortXmitWait),
+// agent's PerfMgt CapabilityMask (emunic's agent counts PortXmitWait, in
+// ticks of mad.XmitWaitTick),
 // then one "Name:.....value" line per field of the attribute, in its
 // order, the name and its dots filling 33 columns (libibmad's
 // _mad_dump_field). The fields emunic does not count (constraint and

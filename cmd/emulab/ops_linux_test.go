@@ -187,10 +187,10 @@ func TestWriteIBSwitchTable(t *testing.T) {
 	}
 	out := sb.String()
 	for _, re := range []string{
-		`PORT\s+PEER\s+RX_PACKETS\s+RX_BYTES\s+TX_PACKETS\s+TX_BYTES\s+FECN_MARKED\s+XMIT_WAIT_NS\s+DROPS\s+WIRE_DROPS`,
+		`PORT\s+PEER\s+RX_PACKETS\s+RX_BYTES\s+TX_PACKETS\s+TX_BYTES\s+FECN_MARKED\s+XMIT_WAIT_US\s+DROPS\s+WIRE_DROPS`,
 		// IB packets (IBA PortRcvPkts ...), not the link packets the _phy ones include.
 		`\n\s*p1\s+h1:ib0\s+9\s+400\s+10\s+0\s+4\s+900\s+1\s+2\s*\n`,
-		`PORT\s+VL\s+FC_RX\s+FC_TX\s+CREDIT_STALLS\s+XMIT_WAIT_NS\s+FECN_MARKED`,
+		`PORT\s+VL\s+FC_RX\s+FC_TX\s+CREDIT_STALLS\s+XMIT_WAIT_US\s+FECN_MARKED`,
 		`\n\s*p1\s+0\s+5\s+6\s+2\s+900\s+3\s*\n`,
 		`\n\s*p1\s+1\s+0\s+0\s+0\s+0\s+1\s*\n`,
 	} {

@@ -275,12 +275,13 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 // writeIBSwitchTable is an IB switch's summary: per port the packets and
 // bytes (IBA's PortRcvPkts, PortXmitPkts: link packets are not packets
 // there, and the bytes are the PortRcvData octets, LRH through ICRC), the
-// FECN marks, the time it waited for credits (port_xmit_wait), the drops
+// FECN marks, the time it waited for credits (port_xmit_wait, in
+// PortXmitWait's ticks, which are microseconds: mad.XmitWaitTick), the drops
 // and the wire's; then per port and VL the flow-control packets each way,
 // the credit stalls and the FECN marks. IB has no PAUSE, no ECN and no
 // priorities: its layout is the simulator's per VL.
 func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) error {
-	err := writePortTable(out, n, ports, "RX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tFECN_MARKED\tXMIT_WAIT_NS\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
+	err := writePortTable(out, n, ports, "RX_PACKETS\tRX_BYTES\tTX_PACKETS\tTX_BYTES\tFECN_MARKED\tXMIT_WAIT_US\tDROPS\tWIRE_DROPS", func(m map[string]uint64) []uint64 {
 		return []uint64{m["port_rcv_packets"], 4 * m["port_rcv_data"], m["port_xmit_packets"], 4 * m["port_xmit_data"], sumVL(m, "vl%d_fecn_marked"), m["port_xmit_wait"], sumPrefix(m, "drop_"), wireDrops(m)}
 	})
 	if err != nil {
@@ -288,7 +289,7 @@ func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterS
 	}
 	fmt.Fprintln(out, "RX_PACKETS and TX_PACKETS count IB packets (perfquery's PortRcvPkts, PortXmitPkts); link packets are FC_RX and FC_TX below.")
 	fmt.Fprintln(out)
-	return writeClassTable(out, ports, "VL\tFC_RX\tFC_TX\tCREDIT_STALLS\tXMIT_WAIT_NS\tFECN_MARKED",
+	return writeClassTable(out, ports, "VL\tFC_RX\tFC_TX\tCREDIT_STALLS\tXMIT_WAIT_US\tFECN_MARKED",
 		"no VL of any port counted anything yet", func(m map[string]uint64, vl int) []uint64 {
 			k := func(f string) uint64 { return m[fmt.Sprintf(f, vl)] }
 			return []uint64{k("vl%d_fc_rx"), k("vl%d_fc_tx"), k("vl%d_credit_stalls"), k("vl%d_xmit_wait"), k("vl%d_fecn_marked")}
