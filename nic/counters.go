@@ -22,7 +22,7 @@ type Counter uint8
 const (
 	// Congestion (mlx5 "cong" group).
 	NPCNPSent              Counter = iota // np_cnp_sent: CNPs the notification point sent
-	NPECNMarkedRoCEPackets                // np_ecn_marked_roce_packets: CE-marked RoCEv2 packets received for our address, whatever QP they name (mlx5 counts per packet); on IB, FECN-marked packets a QP accepted
+	NPECNMarkedRoCEPackets                // np_ecn_marked_roce_packets: CE-marked RoCEv2 packets received for our address, whatever QP they name (mlx5 counts per packet); RoCE only (IB's is NPFECNMarkedPackets)
 	RPCNPHandled                          // rp_cnp_handled: CNPs handed to the reaction point
 	RPCNPIgnored                          // rp_cnp_ignored: CNPs received with congestion control off
 
@@ -81,8 +81,9 @@ const (
 	CQOverflow         // cq_overflow: completion lost because its CQ was full (the CQ is in error)
 
 	// Native InfiniBand (Config.Fabric FabricIB). On an IB port the
-	// congestion counters above count the IB CC annex's events: FECN-marked
-	// packets received, CN packets sent, BECNs handled.
+	// congestion counters above count the IB CC annex's events: CN packets
+	// sent (np_cnp_sent), BECNs handled (rp_cnp_handled); FECN-marked
+	// packets received are NPFECNMarkedPackets.
 	IBCreditWaits    // ib_credit_waits: times a VL's next packet had to wait for credit (events; the PMA's PortXmitWait is their time, in mad.XmitWaitTick)
 	IBFCTx           // ib_fc_tx: flow-control packets sent
 	IBFCRx           // ib_fc_rx: flow-control packets received
@@ -106,6 +107,13 @@ const (
 	GSIRx            // gsi_rx: GMPs QP1 took
 	GSITx            // gsi_tx: GMPs QP1 sent (PerfMgt answers, this port's requests)
 	GSIUnsupported   // gsi_unsupported: GMP of a class without an agent here (SA, CM) or not a UD SEND, dropped
+	// np_fecn_marked_packets: FECN-marked IB packets a QP accepted, each
+	// answered with a CN packet when congestion control is on (IB CC
+	// annex A10.2.2), the IB counterpart of np_ecn_marked_roce_packets.
+	// An emufabric name: mlx5 has no hw_counter for it (its congestion
+	// group, cong_cnts in hw/mlx5/counters.c, is RoCE's, read with
+	// QUERY_CONG_STATISTICS), and calling IB marks RoCE packets misled.
+	NPFECNMarkedPackets
 	numCounters
 )
 
@@ -126,6 +134,7 @@ var counterNames = [numCounters]string{
 	"ipoib_tx_packets", "ipoib_rx_packets", "ipoib_arp_replies", "ipoib_no_neighbour", "ipoib_unsupported",
 	"smp_rx", "smp_tx", "smp_malformed", "smp_dropped", "link_downed",
 	"gsi_rx", "gsi_tx", "gsi_unsupported",
+	"np_fecn_marked_packets",
 }
 
 func (c Counter) String() string {
@@ -305,10 +314,11 @@ var counterFabrics = func() (f [numCounters]fabrics) {
 		f[i] = onBoth
 	}
 	f[RxMACControlBad] = onRoCE
+	f[NPECNMarkedRoCEPackets] = onRoCE
 	for _, c := range []Counter{IBCreditWaits, IBFCTx, IBFCRx, IBLinkErr, IBVLErr, IBCreditOverrun,
 		IBVL15Dropped, IBVCRCErr, IBWrongLID, IBPortStateDrop, IPoIBTxPackets, IPoIBRxPackets,
 		IPoIBARPReplies, IPoIBNoNeighbour, IPoIBUnsupported, SMPRx, SMPTx, SMPMalformed, SMPDropped,
-		GSIRx, GSITx, GSIUnsupported} {
+		GSIRx, GSITx, GSIUnsupported, NPFECNMarkedPackets} {
 		f[c] = onIB
 	}
 	return f
@@ -326,7 +336,7 @@ var statisticOrder = func() []Counter {
 		RxWriteRequests, RxReadRequests, RxAtomicRequests, OutOfBuffer,
 		OutOfSequence,
 		DuplicateRequest, RNRNakRetryErr, PacketSeqErr, ImpliedNakSeqErr, LocalAckTimeoutErr,
-		RPCNPIgnored, RPCNPHandled, NPECNMarkedRoCEPackets, NPCNPSent,
+		RPCNPIgnored, RPCNPHandled, NPECNMarkedRoCEPackets, NPFECNMarkedPackets, NPCNPSent,
 		RespLocalLengthErr, RespCQEError, ReqCQEError, ReqRemoteInvalidReq, ReqRemoteAccessErr,
 		RespRemoteAccessErr, RespCQEFlushError, ReqCQEFlushError, ReqTransportRetries, ReqRNRRetries,
 		RoCEAdpRetrans,

@@ -396,8 +396,8 @@ func TestRdmaStatistic(t *testing.T) {
 		p    *pair
 		none []string
 	}{
-		{"roce", newPair(t, pairOpts{}), []string{"ib_fc_rx", "ipoib_tx_packets", "smp_rx", "gsi_rx", "vl15_dropped"}},
-		{"ib", ibPair(t, 1024, 1), []string{"rx_mac_control_errors"}},
+		{"roce", newPair(t, pairOpts{}), []string{"ib_fc_rx", "ipoib_tx_packets", "smp_rx", "gsi_rx", "vl15_dropped", "np_fecn_marked_packets"}},
+		{"ib", ibPair(t, 1024, 1), []string{"rx_mac_control_errors", "np_ecn_marked_roce_packets"}},
 	} {
 		var sb strings.Builder
 		if err := tc.p.a.WriteRdmaStatistic(&sb, "emu_eth0"); err != nil {
@@ -421,11 +421,16 @@ func TestRdmaStatistic(t *testing.T) {
 			}
 			pos[f[i]] = i / 2
 		}
-		// mlx5's groups in the driver's order, before any of ours.
+		// mlx5's groups in the driver's order, before any of ours; an IB
+		// port's FECN marks where a RoCE port's ECN marks are.
+		marked := "np_ecn_marked_roce_packets"
+		if tc.name == "ib" {
+			marked = "np_fecn_marked_packets"
+		}
 		groups := [][]string{
 			{"rx_write_requests", "rx_read_requests", "rx_atomic_requests", "out_of_buffer", "out_of_sequence"},
 			{"duplicate_request", "rnr_nak_retry_err", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err"},
-			{"rp_cnp_ignored", "rp_cnp_handled", "np_ecn_marked_roce_packets", "np_cnp_sent"},
+			{"rp_cnp_ignored", "rp_cnp_handled", marked, "np_cnp_sent"},
 			{"resp_local_length_error", "resp_cqe_error", "req_cqe_error", "req_remote_invalid_request", "req_remote_access_errors",
 				"resp_remote_access_errors", "resp_cqe_flush_error", "req_cqe_flush_error", "req_transport_retries_exceeded", "req_rnr_retries_exceeded"},
 			{"roce_adp_retrans"},

@@ -243,7 +243,7 @@ func (n *NIC) dispatchIB(f *frame.Frame, pkt *bth.IBPacket) bool {
 // to its source LID, on its SL, naming the sending QP. With congestion
 // control off the FECN is only counted.
 func (n *NIC) answerFECN(q *QP, pkt *bth.IBPacket) {
-	n.cnt[NPECNMarkedRoCEPackets]++
+	n.cnt[NPFECNMarkedPackets]++
 	if n.cfg.NPDisabled {
 		return
 	}

@@ -92,8 +92,8 @@ func TestIBInitPortDropsData(t *testing.T) {
 	}
 	p.b.Receive(setPortStateSMP(t, p, mad.PortStateArmed))
 	send()
-	if got := p.b.Count(IBPortStateDrop); got != 1 || p.b.Count(NPECNMarkedRoCEPackets) != 1 {
-		t.Fatalf("Armed: ib_port_state_drop %d, FECN-marked packets %d; want 1, 1", got, p.b.Count(NPECNMarkedRoCEPackets))
+	if got := p.b.Count(IBPortStateDrop); got != 1 || p.b.Count(NPFECNMarkedPackets) != 1 {
+		t.Fatalf("Armed: ib_port_state_drop %d, FECN-marked packets %d; want 1, 1", got, p.b.Count(NPFECNMarkedPackets))
 	}
 }
 

@@ -214,6 +214,18 @@ func TestIBFECNBECN(t *testing.T) {
 	if got := p.b.Count(NPCNPSent); got != 3 {
 		t.Errorf("CN packets sent %d, want 3 (one per FECN)", got)
 	}
+	// The FECN marks count under IB's name, not RoCE's ECN one, and
+	// rdma statistic lists only IB's.
+	if got, roce := p.b.Count(NPFECNMarkedPackets), p.b.Count(NPECNMarkedRoCEPackets); got != 3 || roce != 0 {
+		t.Errorf("np_fecn_marked_packets %d, np_ecn_marked_roce_packets %d; want 3, 0", got, roce)
+	}
+	var sb strings.Builder
+	if err := p.b.WriteRdmaStatistic(&sb, "emu_ib0"); err != nil {
+		t.Fatal(err)
+	}
+	if out := sb.String(); !strings.Contains(out, " np_fecn_marked_packets 3 ") || strings.Contains(out, "roce_packets") {
+		t.Errorf("rdma statistic of an IB port: %s", out)
+	}
 	if got := p.a.Count(RPCNPHandled); got != 3 {
 		t.Errorf("BECNs handled %d, want 3", got)
 	}

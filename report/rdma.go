@@ -21,9 +21,10 @@ import (
 var nicCounterColumns = []string{"np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored", "np_ecn_marked_roce_packets", "roce_adp_retrans",
 	"out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "rx_icrc_errors"}
 
-// ibNICCounterColumns are an IB HCA's: the IB CC annex's events counted
-// under mlx5's congestion names, then the link layer's.
-var ibNICCounterColumns = []string{"np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "roce_adp_retrans",
+// ibNICCounterColumns are an IB HCA's: the IB CC annex's events (FECN
+// marks received, then CN packets and BECNs under mlx5's congestion
+// names), then the link layer's.
+var ibNICCounterColumns = []string{"np_fecn_marked_packets", "np_cnp_sent", "rp_cnp_handled", "roce_adp_retrans",
 	"local_ack_timeout_err", "ib_credit_waits", "ib_fc_tx", "ib_fc_rx", "ib_credit_overrun", "rx_icrc_errors", "ib_vcrc_errors"}
 
 func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
