@@ -156,8 +156,10 @@ func runIBLive(cmd *cobra.Command, what, name string, fl *ibFlags) error {
 	if err != nil || st.Info == nil {
 		return fmt.Errorf("lab %s: not up (%v); give a lab file to sweep it in the simulator", name, err)
 	}
+	static := "emulab ib " + what + " " + st.Info.File // the lab file's view, in the simulator
 	if what == "nodes" && fl.list {
 		what = "list"
+		static = "emulab ib nodes --list " + st.Info.File
 	}
 	var dead []string
 	for _, n := range st.Info.Nodes {
@@ -186,7 +188,9 @@ func runIBLive(cmd *cobra.Command, what, name string, fl *ibFlags) error {
 		// keep the LIDs and tables it set, as on a fabric whose SM died.
 		return fmt.Errorf("lab %s: the subnet manager runs in %s's emunic, which does not answer (`emulab status %s`); the ports keep what it set, and `emulab stats %s/NODE` shows each HCA's port", name, spec.IB.SM.Host, name, name)
 	}
-	return fmt.Errorf("lab %s: no emunic runs a subnet manager (the lab file has no ib.sm, or its LIDs are static)", name)
+	// Without an SM the LIDs and forwarding tables are the lab file's,
+	// which the static view shows.
+	return fmt.Errorf("lab %s: no emunic runs a subnet manager (the lab file has no ib.sm, or its LIDs are static): `%s` shows the fabric its lab file describes, swept in the simulator", name, static)
 }
 
 // loadLab loads a lab file, printing its problems and warnings as emulab

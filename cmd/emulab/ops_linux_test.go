@@ -243,10 +243,11 @@ func runEmulab(t *testing.T, args ...string) (string, error) {
 	return out.String(), err
 }
 
-// resetFlags puts a subcommand's flags back to their defaults.
+// resetFlags puts a subcommand's flags back to their defaults (name: its
+// path under emulab, "ib nodes").
 func resetFlags(t *testing.T, name string) {
 	t.Helper()
-	cmd, _, err := rootCmd.Find([]string{name})
+	cmd, _, err := rootCmd.Find(strings.Fields(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1123,5 +1124,23 @@ func TestSetPadLinks(t *testing.T) {
 	roce := []*liveSource{{node: "sw1", lab: "r", link: capture.LinkTypeEthernet}}
 	if err := setPadLinks(roce); err == nil || !strings.Contains(err.Error(), "lab r is not InfiniBand") {
 		t.Errorf("RoCE source: %v", err)
+	}
+}
+
+// TestIBLiveNoSMHint: ib nodes on a running lab without a subnet manager
+// points at the static view of its lab file.
+func TestIBLiveNoSMHint(t *testing.T) {
+	root := t.TempDir()
+	fakeLab(t, root, &lab.LabInfo{Lab: "ibs", Fabric: lab.FabricIB, File: "/labs/ib-two-hosts.yaml", Nodes: []lab.NodeInfo{
+		{Name: "sw1", Kind: lab.KindSwitch, Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:ib0"}}},
+	}})
+	resetFlags(t, "ib nodes") // other tests' ib flags
+	_, err := runEmulab(t, "ib", "nodes", "--state-dir", root, "ibs")
+	if err == nil || !strings.Contains(err.Error(), "no emunic runs a subnet manager") || !strings.Contains(err.Error(), "`emulab ib nodes /labs/ib-two-hosts.yaml`") {
+		t.Errorf("ib nodes: %v", err)
+	}
+	_, err = runEmulab(t, "ib", "nodes", "-l", "--state-dir", root, "ibs")
+	if err == nil || !strings.Contains(err.Error(), "`emulab ib nodes --list /labs/ib-two-hosts.yaml`") {
+		t.Errorf("ib nodes -l: %v", err)
 	}
 }
