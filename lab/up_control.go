@@ -165,13 +165,23 @@ func wireWords(rate, delay string, loss, corrupt float64) string {
 	return w
 }
 
+// ErrNoDaemon is a control socket nobody listens on: its daemon is not
+// running. The error carrying it already says so and names the status
+// command to run.
+var ErrNoDaemon = errors.New("no daemon listens there: it is not running")
+
 // dialControl connects to a daemon's control socket. A socket nobody
 // listens on is a daemon that is not running (killed, or crashed), and
-// the error says so rather than "connection refused".
+// the error says so rather than "connection refused", with the status
+// command of the socket's lab under its state root.
 func dialControl(path string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout("unix", path, timeout)
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("%w: no daemon listens there: it is not running (`emulab status` shows which is dead)", err)
+		status := "emulab status"
+		if root, name, ok := socketLab(path); ok {
+			status = StatusCommand(root, name)
+		}
+		return nil, fmt.Errorf("%w: %w (`%s` shows which is dead)", err, ErrNoDaemon, status)
 	}
 	return c, err
 }

@@ -675,12 +675,7 @@ func DownCommand(root, name string) string { return downCommand(root, name) }
 
 // downCommand is the emulab command that takes lab name down, for hints:
 // with the state directory when it is not the default.
-func downCommand(root, name string) string {
-	if filepath.Clean(root) == DefaultStateRoot {
-		return "emulab down " + name
-	}
-	return "emulab down --state-dir " + root + " " + name
-}
+func downCommand(root, name string) string { return labCommand(root, "down", name) }
 
 // namespaceTaken explains why node's namespace ns of lab name exists
 // already. Lab and node names join with '-', so a lab under this state

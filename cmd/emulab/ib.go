@@ -186,7 +186,11 @@ func runIBLive(cmd *cobra.Command, what, name string, fl *ibFlags) error {
 	if spec, err := lab.Load(st.Info.File); err == nil && spec.IB != nil && spec.IB.SM != nil && slices.Contains(dead, spec.IB.SM.Host) {
 		// The file names the SM's host, whose daemon is gone: the ports
 		// keep the LIDs and tables it set, as on a fabric whose SM died.
-		return fmt.Errorf("lab %s: the subnet manager runs in %s's emunic, which does not answer (`emulab status %s`); the ports keep what it set, and `emulab stats %s/NODE` shows each HCA's port", name, spec.IB.SM.Host, name, name)
+		stats := "emulab stats"
+		if fl.stateDir != lab.DefaultStateRoot {
+			stats += " --state-dir " + fl.stateDir
+		}
+		return fmt.Errorf("lab %s: the subnet manager runs in %s's emunic, which does not answer (`%s`); the ports keep what it set, and `%s %s/NODE` shows each HCA's port", name, spec.IB.SM.Host, lab.StatusCommand(fl.stateDir, name), stats, name)
 	}
 	// Without an SM the LIDs and forwarding tables are the lab file's,
 	// which the static view shows.

@@ -84,7 +84,7 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 		if len(errs) == 0 {
 			return fmt.Errorf("lab %s: no other HCA to ask from", name)
 		}
-		return fmt.Errorf("lab %s: no other HCA's emunic answers to ask %s's counters (`emulab status %s`): %s", name, target.Name, name, strings.Join(errs, "; "))
+		return fmt.Errorf("lab %s: no other HCA's emunic answers to ask %s's counters (`%s`): %s", name, target.Name, lab.StatusCommand(fl.stateDir, name), strings.Join(errs, "; "))
 	}
 	if r.PortCounters == nil {
 		return fmt.Errorf("%s asking %s: no counters in the answer", from.Name, target.Name)

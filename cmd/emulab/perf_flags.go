@@ -172,12 +172,14 @@ type perfPlan struct {
 	outJSON  string
 	// dilation is the lab's time_dilation (from the source's emunic).
 	dilation int
+	// stateDir is --state-dir, for the commands hints suggest.
+	stateDir string
 }
 
 // plan checks the flags against the test and perftest's limits. Every
 // error names the flag and the value it refuses.
 func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
-	p := &perfPlan{test: t, iters: perfDefIters, qps: f.qps, noPeak: f.noPeak, gbits: f.gbits, outJSON: f.outJSON}
+	p := &perfPlan{test: t, iters: perfDefIters, qps: f.qps, noPeak: f.noPeak, gbits: f.gbits, outJSON: f.outJSON, stateDir: f.stateDir}
 	if t.op == nic.IBV_WR_RDMA_WRITE && !t.lat {
 		p.iters = perfDefItersWB
 	}

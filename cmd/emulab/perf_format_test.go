@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emufabric/emufabric/lab"
 )
 
 func mustTest(t *testing.T, name string) perfTest {
@@ -513,12 +515,17 @@ func TestRetryHint(t *testing.T) {
 // TestGoneHint: an EOF from an emunic's control connection says what it
 // likely means; other errors pass unchanged.
 func TestGoneHint(t *testing.T) {
-	err := goneHint(fmt.Errorf("write_bw 65536 bytes: QP 0: %w", io.EOF), "ch1")
+	err := goneHint(fmt.Errorf("write_bw 65536 bytes: QP 0: %w", io.EOF), lab.DefaultStateRoot, "ch1")
 	if err == nil || !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), "an emunic closed its control connection during the run") || !strings.Contains(err.Error(), "`emulab status ch1`") {
 		t.Errorf("EOF: %v", err)
 	}
+	// The user's --state-dir is in the command it suggests.
+	err = goneHint(fmt.Errorf("write_bw: %w", io.EOF), "/srv/labs", "ch1")
+	if err == nil || !strings.Contains(err.Error(), "`emulab status --state-dir /srv/labs ch1`") {
+		t.Errorf("EOF, --state-dir /srv/labs: %v", err)
+	}
 	other := errors.New("data check failed")
-	if goneHint(other, "ch1") != other || goneHint(nil, "ch1") != nil {
+	if goneHint(other, "", "ch1") != other || goneHint(nil, "", "ch1") != nil {
 		t.Error("other errors changed")
 	}
 }

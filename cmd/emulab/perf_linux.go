@@ -157,11 +157,11 @@ type perfOutcome struct {
 }
 
 func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
-	status, err := nicStatus(src)
+	status, err := nicStatus(src, plan.stateDir)
 	if err != nil {
 		return err
 	}
-	if _, err := nicStatus(dst); err != nil {
+	if _, err := nicStatus(dst, plan.stateDir); err != nil {
 		return err
 	}
 	bufSize := 0
@@ -226,16 +226,16 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			return fmt.Errorf("--out_json_file %s: %w", plan.outJSON, err)
 		}
 	}
-	return goneHint(retryHint(runErr, plan), src.Lab)
+	return goneHint(retryHint(runErr, plan), plan.stateDir, src.Lab)
 }
 
 // goneHint explains an emunic that closed its control connection in the
 // middle of a run (killed, or its lab taken down): the bare error is EOF.
-func goneHint(err error, labName string) error {
+func goneHint(err error, root, labName string) error {
 	if err == nil || !errors.Is(err, io.EOF) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
 		return err
 	}
-	return fmt.Errorf("%w (an emunic closed its control connection during the run: killed, or the lab was taken down? `emulab status %s`)", err, labName)
+	return fmt.Errorf("%w (an emunic closed its control connection during the run: killed, or the lab was taken down? `%s`)", err, lab.StatusCommand(root, labName))
 }
 
 // retryHint explains a transport retry error: on an emulated fabric it is
@@ -368,10 +368,10 @@ func runLatency(p *nicd.Pair, plan *perfPlan, size int, dur time.Duration) ([]ti
 
 // nicStatus asks a host's emunic for its status; a daemon that does not
 // answer, or whose link is not up, cannot run a test.
-func nicStatus(h lab.NICHost) (*nicd.Status, error) {
+func nicStatus(h lab.NICHost, root string) (*nicd.Status, error) {
 	c, err := nicd.Dial(h.Control)
 	if err != nil {
-		return nil, fmt.Errorf("host %s: its emunic does not answer on %s: %w (is the lab up? `emulab status %s`)", h.Node, h.Control, err, h.Lab)
+		return nil, fmt.Errorf("host %s: its emunic does not answer on %s: %w (is the lab up? `%s`)", h.Node, h.Control, err, lab.StatusCommand(root, h.Lab))
 	}
 	defer c.Close()
 	st, err := c.Status()

@@ -135,7 +135,7 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 	}
 	c, err := lab.QueryCounters(n.Control, port, opsTimeout)
 	if err != nil {
-		return daemonError("stats "+arg, n, li.Lab, err)
+		return daemonError("stats "+arg, n, fl.stateDir, li.Lab, err)
 	}
 	if fl.json {
 		return writeStatsJSON(out, li, n, c)
@@ -168,12 +168,17 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 
 // daemonError is what went wrong asking n's daemon (for what): a daemon
 // that cannot be reached (its socket is gone or refuses connections: it
-// is not running) is said so, with where to look; a daemon that answered
+// is not running) is said so, with where to look (the status command with
+// the user's --state-dir root), once: the dial error of a daemon that is
+// not running says it already (lab.ErrNoDaemon); a daemon that answered
 // with an error, or not in time, is quoted as it is.
-func daemonError(what string, n *lab.NodeInfo, labName string, err error) error {
+func daemonError(what string, n *lab.NodeInfo, root, labName string, err error) error {
 	var oe *net.OpError
-	if errors.As(err, &oe) && oe.Op == "dial" {
-		return fmt.Errorf("%s: %s's daemon does not answer on its control socket (is it running? `emulab status %s` says): %w", what, n.Name, labName, err)
+	switch {
+	case errors.Is(err, lab.ErrNoDaemon):
+		return fmt.Errorf("%s: %s's daemon does not answer on its control socket: %w", what, n.Name, err)
+	case errors.As(err, &oe) && oe.Op == "dial":
+		return fmt.Errorf("%s: %s's daemon does not answer on its control socket (is it running? `%s` says): %w", what, n.Name, lab.StatusCommand(root, labName), err)
 	}
 	return fmt.Errorf("%s: %s's daemon: %w", what, n.Name, err)
 }

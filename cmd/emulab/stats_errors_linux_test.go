@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +33,10 @@ func TestStatsErrors(t *testing.T) {
 		ns.Close()
 		t.Cleanup(func() { lab.DeleteNamespace(name) })
 	}
-	ctl := filepath.Join(root, "sw1.sock")
+	ctl := filepath.Join(root, "pc-stats", "sock", "sw1.sock") // where up puts it
+	if err := os.MkdirAll(filepath.Dir(ctl), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	fakeLab(t, root, &lab.LabInfo{Lab: "pc-stats", Nodes: []lab.NodeInfo{
 		{Name: "sw1", Kind: lab.KindSwitch, Control: ctl, Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:eth0"}, {Name: "p2", Peer: "h2:eth0"}}},
 		{Name: "h1", Kind: lab.KindNIC, Control: filepath.Join(root, "h1.sock"), Ports: []lab.PortInfo{{Name: "eth0", Peer: "sw1:p1"}}},
@@ -52,6 +56,9 @@ func TestStatsErrors(t *testing.T) {
 	// No daemon on the socket: it does not answer.
 	if err := stats("sw1:p1"); err == nil || !strings.Contains(err.Error(), "does not answer on its control socket") {
 		t.Errorf("stats sw1:p1 without a daemon: %v", err)
+	} else if !strings.Contains(err.Error(), "`emulab status --state-dir "+root+" pc-stats`") || strings.Count(err.Error(), "running") != 1 {
+		// The user's --state-dir in the hint, and "not running" said once.
+		t.Errorf("stats sw1:p1 without a daemon, the hint: %v", err)
 	}
 	// A daemon that answers with an error is quoted, not called silent.
 	ln, err := net.Listen("unix", ctl)

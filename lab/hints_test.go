@@ -1,0 +1,40 @@
+package lab
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStatusCommand: hints give back the user's --state-dir, and leave
+// the default out.
+func TestStatusCommand(t *testing.T) {
+	for _, tc := range []struct{ root, name, want string }{
+		{DefaultStateRoot, "l1", "emulab status l1"},
+		{"", "l1", "emulab status l1"},
+		{"/srv/labs", "l1", "emulab status --state-dir /srv/labs l1"},
+		{"/srv/labs", "", "emulab status --state-dir /srv/labs"},
+	} {
+		if got := StatusCommand(tc.root, tc.name); got != tc.want {
+			t.Errorf("StatusCommand(%q, %q) = %q, want %q", tc.root, tc.name, got, tc.want)
+		}
+	}
+	if got := downCommand("/srv/labs", "l1"); got != "emulab down --state-dir /srv/labs l1" {
+		t.Errorf("downCommand: %q", got)
+	}
+}
+
+// TestDialControlHint: a daemon that is not running is said so once, with
+// the status command of its lab under the socket's state root.
+func TestDialControlHint(t *testing.T) {
+	root := t.TempDir()
+	_, err := dialControl(filepath.Join(root, "l1", "sock", "sw1.sock"), time.Second)
+	if !errors.Is(err, ErrNoDaemon) || !strings.Contains(err.Error(), "`emulab status --state-dir "+root+" l1` shows which is dead") {
+		t.Errorf("dial: %v", err)
+	}
+	if n := strings.Count(err.Error(), "not running"); n != 1 {
+		t.Errorf("says not running %d times: %v", n, err)
+	}
+}
