@@ -223,11 +223,11 @@ func captureNote(r capRec, ib bool) string {
 	case !ib:
 		return dir
 	case len(r.data) == wire.IBLinkSize:
-		l := wire.IBLink(r.data)
-		if l.Validate(0) != nil {
-			return "malformed link packet " + dir
+		verb := "received"
+		if r.tx {
+			verb = "sent"
 		}
-		return fmt.Sprintf("%s flow control: VL %d FCTBS %d FCCL %d", dir, l.VL(), l.FCTBS(), l.FCCL())
+		return dir + ": " + wire.IBLinkNote(r.data, verb)
 	case len(r.data) >= wire.LRHSize:
 		h := wire.LRH(r.data)
 		return fmt.Sprintf("%s VL %d SL %d", dir, h.VL(), h.SL())

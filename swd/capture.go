@@ -174,7 +174,7 @@ func (d *Daemon) receiveCaptured(p *swPort, f *frame.Frame) {
 	}
 	switch {
 	case d.ib && isIBLink(f.Data):
-		d.curNote = ibLinkNote(f.Data, "received")
+		d.curNote = wire.IBLinkNote(f.Data, "received")
 	case !d.ib && isMACControl(f.Data):
 		d.curNote = pfcNote(f.Data, "received")
 	case !d.ib && isLinkState(f.Data):

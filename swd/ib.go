@@ -120,15 +120,6 @@ func (d *Daemon) enableSMA(spec *lab.Spec) error {
 	return nil
 }
 
-// ibLinkNote describes a flow-control packet for a capture comment.
-func ibLinkNote(b []byte, verb string) string {
-	l := wire.IBLink(b)
-	if l.Validate(0) != nil {
-		return "malformed link packet " + verb
-	}
-	return fmt.Sprintf("flow control %s: VL %d FCTBS %d FCCL %d", verb, l.VL(), l.FCTBS(), l.FCCL())
-}
-
 // isIBLink reports whether an IB transport message is a link packet: the
 // only 6-byte packet (a data packet has an 8-byte LRH and a VCRC).
 func isIBLink(b []byte) bool { return len(b) == wire.IBLinkSize }

@@ -164,7 +164,7 @@ func (p *swPort) Transmit(f *frame.Frame) {
 		note := f.Note
 		switch {
 		case d.ib && isIBLink(f.Data):
-			note = joinNote(note, ibLinkNote(f.Data, "sent"))
+			note = joinNote(note, wire.IBLinkNote(f.Data, "sent"))
 		case !d.ib && isMACControl(f.Data):
 			note = joinNote(pfcNote(f.Data, "sent"), note) // then why (an XOFF's or XON's PG)
 		case !d.ib && isLinkState(f.Data):

@@ -1,6 +1,9 @@
 package wire
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"strconv"
+)
 
 // IBLink is an InfiniBand link packet (IBA Vol 1 §7.9.4), the flow-control
 // packet a port sends per data VL to grant credits. It has no LRH and is
@@ -139,4 +142,18 @@ func CanSend(fccl, fctbs uint16, nBlocks int) bool {
 func AddBlocks(counter uint16, n int) uint16 {
 	// Masking works for negative n too: 4096 divides 2^16.
 	return uint16(int(counter)+n) & (creditMod - 1)
+}
+
+// IBLinkNote describes link packet b for a capture comment, after the
+// daemons' "rx: " or "tx: ": "flow control sent: VL 0 FCTBS 6 FCCL 1030"
+// (verb "sent" or "received"), or "malformed link packet received" when
+// b does not validate. emuswitch and emunic both write it, so the same
+// packet reads the same at both ends of a link.
+func IBLinkNote(b []byte, verb string) string {
+	l := IBLink(b)
+	if len(b) < IBLinkSize || l.Validate(0) != nil {
+		return "malformed link packet " + verb
+	}
+	return "flow control " + verb + ": VL " + strconv.Itoa(int(l.VL())) +
+		" FCTBS " + strconv.Itoa(int(l.FCTBS())) + " FCCL " + strconv.Itoa(int(l.FCCL()))
 }

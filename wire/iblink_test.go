@@ -124,3 +124,20 @@ func FuzzIBLink(f *testing.F) {
 		}
 	})
 }
+
+// TestIBLinkNote: the capture comment both daemons write for a link
+// packet, and for one that does not validate.
+func TestIBLinkNote(t *testing.T) {
+	b := make([]byte, wire.IBLinkSize)
+	wire.IBLink(b).Encode(&wire.IBLinkFields{Op: wire.IBLinkOpNormal, FCTBS: 6, VL: 1, FCCL: 1030})
+	if got, want := wire.IBLinkNote(b, "sent"), "flow control sent: VL 1 FCTBS 6 FCCL 1030"; got != want {
+		t.Errorf("IBLinkNote = %q, want %q", got, want)
+	}
+	b[5] ^= 1 // LPCRC
+	if got := wire.IBLinkNote(b, "received"); got != "malformed link packet received" {
+		t.Errorf("bad LPCRC: %q", got)
+	}
+	if got := wire.IBLinkNote(b[:3], "received"); got != "malformed link packet received" {
+		t.Errorf("short: %q", got)
+	}
+}
