@@ -29,6 +29,7 @@ type ibFlags struct {
 	cut      string
 	list     bool
 	stateDir string
+	port     string // ib counters: a switch's port
 }
 
 // ibSweepLimit bounds the simulated time one sweep may take before the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,22 +22,30 @@ import (
 // Get(PortCounters) from its QP1 to the node's LID, whose QP1 answers.
 
 func ibCountersCmd(fl *ibFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "counters LAB --node HOST",
-		Short: "An HCA's port counters, read over the fabric with a PerfMgt GMP (as perfquery)",
+	cmd := &cobra.Command{
+		Use:   "counters LAB --node NODE [--port PORT]",
+		Short: "A port's PortCounters, as perfquery prints them (an HCA's read over the fabric with a PerfMgt GMP)",
 		Long: `counters asks, from another HCA of the running InfiniBand lab LAB, the port of
 HOST for its PortCounters with a performance management GMP (class 0x04, QP1,
 LID-routed through the switches), and prints the answer as perfquery does.
-PortXmitData and PortRcvData count 4-byte words; link packets are not counted.`,
-		Example: `  emulab ib counters ib-two-hosts --node h2`,
-		Args:    cobra.ExactArgs(1),
+PortXmitData and PortRcvData count 4-byte words; link packets are not counted.
+
+For a switch, --port names the port (p2, or its number). emuswitch has no
+performance management agent: its counters are read from its control socket,
+as emulab stats reads them, and printed in the same layout (a note on
+standard error says so).`,
+		Example: `  emulab ib counters ib-two-hosts --node h2
+  emulab ib counters ib-two-hosts --node sw1 --port p2`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runIBCounters(cmd.OutOrStdout(), args[0], fl)
+			return runIBCounters(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], fl)
 		},
 	}
+	cmd.Flags().StringVar(&fl.port, "port", "", "a switch's port `PORT` (name or number)")
+	return cmd
 }
 
-func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
+func runIBCounters(out, errOut io.Writer, name string, fl *ibFlags) error {
 	if fl.node == "" {
 		return fmt.Errorf("give --node HOST: whose port counters")
 	}
@@ -55,8 +64,12 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 	switch {
 	case target == nil:
 		return fmt.Errorf("--node %s: lab %s has no such node", fl.node, name)
+	case target.Kind == lab.KindSwitch:
+		return switchPortCounters(out, errOut, st.Info, target, fl)
 	case target.Kind != lab.KindNIC:
-		return fmt.Errorf("--node %s: a switch; counters reads HCA ports (emulab stats %s/%s shows a switch's)", fl.node, name, fl.node)
+		return fmt.Errorf("--node %s: a %s node; counters reads HCA and switch ports", fl.node, target.Kind)
+	case fl.port != "":
+		return fmt.Errorf("--port %s: %s is an HCA with one port; --port names a switch's", fl.port, fl.node)
 	}
 	// Asked from another HCA, the first whose emunic answers: a dead or
 	// hung one (its daemon killed or stopped) is passed over.
@@ -90,6 +103,54 @@ func runIBCounters(out io.Writer, name string, fl *ibFlags) error {
 		return fmt.Errorf("%s asking %s: no counters in the answer", from.Name, target.Name)
 	}
 	writePerfQuery(out, target.LID, r.PortCounters)
+	return nil
+}
+
+// switchPortCounters prints a switch port's PortCounters. emuswitch has
+// no PMA (its SMA answers SMPs only), so they come from its control
+// socket, the engine's IBA counters (switchcore.PortCounters.EachIB), and
+// are printed as perfquery prints an agent's answer, the switch's LID and
+// the port's number in the header.
+func switchPortCounters(out, errOut io.Writer, li *lab.LabInfo, sw *lab.Node, fl *ibFlags) error {
+	n := li.Node(sw.Name)
+	if n == nil || n.Control == "" {
+		return fmt.Errorf("--node %s: the lab's record has no daemon for it", sw.Name)
+	}
+	if fl.port == "" {
+		return fmt.Errorf("--node %s is a switch: give --port (ports: %s)", sw.Name, n.PortNames())
+	}
+	num, port := 0, ""
+	for i, p := range n.Ports {
+		if p.Name == fl.port || strconv.Itoa(i+1) == fl.port {
+			num, port = i+1, p.Name
+		}
+	}
+	if port == "" {
+		return fmt.Errorf("--port %s: %s has no such port (ports: %s)", fl.port, sw.Name, n.PortNames())
+	}
+	c, err := lab.QueryCounters(n.Control, port, opsTimeout)
+	if err != nil {
+		return daemonError("ib counters", n, fl.stateDir, li.Lab, err)
+	}
+	if len(c.Ports) != 1 {
+		return fmt.Errorf("ib counters: %s answered with %d ports", sw.Name, len(c.Ports))
+	}
+	m := c.Ports[0].Counters
+	fmt.Fprintf(errOut, "%s has no performance management agent: port %s's counters read from emuswitch's control socket\n", sw.Name, port)
+	writePerfQuery(out, sw.LID, &mad.PortCountersFields{
+		PortSelect: uint8(num),
+		LinkDowned: m["link_down_events_phy"],
+		RcvErrors:  m["drop_malformed"],
+		// What the relay could not forward (no LFT entry, SL2VL to VL15,
+		// beyond the egress MTU), counted at the port it came in on.
+		RcvSwitchRelayErrors: m["drop_no_route"] + m["drop_vl15_drop"] + m["drop_mtu_exceeded"],
+		XmitDiscards:         m["drop_link_down"],
+		XmitData:             m["port_xmit_data"],
+		RcvData:              m["port_rcv_data"],
+		XmitPkts:             m["port_xmit_packets"],
+		RcvPkts:              m["port_rcv_packets"],
+		XmitWait:             m["port_xmit_wait"],
+	})
 	return nil
 }
 
