@@ -47,8 +47,8 @@ type linkState struct {
 	last       string         // the down set onChange last saw, for change detection
 	scratch    wire.LinkState // receiveLinkState's decoding; its Down is its own
 	// topology is this switch's lab file's digest, sent in its
-	// advertisements (0: none); an origin whose digest differs is told
-	// to onMismatch once.
+	// advertisements (0: none); an origin whose newest advertisement's
+	// digest differs is in mismatched, told to onMismatch when it enters.
 	topology   uint64
 	onMismatch func(origin string, theirs uint64)
 	mismatched map[string]bool
@@ -92,8 +92,8 @@ const maxEpoch = ^uint64(0) - 1
 // configuration describes it, sent in its advertisements; an
 // advertisement of another switch whose digest differs (its lab file is
 // not this one's: their routes will disagree) is counted
-// (link_state_mismatch) and onMismatch is told of that origin once. After
-// EnableLinkState.
+// (link_state_mismatch) and onMismatch is told of that origin when its
+// newest advertisement starts to differ. After EnableLinkState.
 func (s *Switch) SetLinkStateTopology(digest uint64, onMismatch func(origin string, theirs uint64)) {
 	if s.ls == nil {
 		return
@@ -101,13 +101,36 @@ func (s *Switch) SetLinkStateTopology(digest uint64, onMismatch func(origin stri
 	s.ls.topology, s.ls.onMismatch = digest, onMismatch
 }
 
-// LinkStateMismatched is the origins whose advertisements carried a
-// topology digest other than this switch's.
+// LinkStateMismatched is the origins whose newest advertisement carries
+// a topology digest other than this switch's.
 func (s *Switch) LinkStateMismatched() []string {
 	if s.ls == nil {
 		return nil
 	}
 	return slices.Sorted(maps.Keys(s.ls.mismatched))
+}
+
+// noteTopology records whether origin's newest advertisement carries
+// another digest than ours. The newest decides, not any one seen: a
+// switch restarted with the right lab file agrees from its next
+// advertisement on, where it stayed listed as mismatched for good (and
+// `emulab status` said so); one that differs again is told again.
+func (s *Switch) noteTopology(origin string, differs bool) {
+	ls := s.ls
+	if !differs {
+		delete(ls.mismatched, origin)
+		return
+	}
+	if ls.mismatched[origin] {
+		return
+	}
+	if ls.mismatched == nil {
+		ls.mismatched = map[string]bool{}
+	}
+	ls.mismatched[origin] = true
+	if ls.onMismatch != nil {
+		ls.onMismatch(origin, ls.db[origin].topology)
+	}
 }
 
 // refreshLSA advertises this switch's ports again, with the next
@@ -202,17 +225,11 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 		return
 	}
 	p.c.LinkStateRx++
-	if in.Topology != 0 && ls.topology != 0 && in.Topology != ls.topology {
+	differs := in.Topology != 0 && ls.topology != 0 && in.Topology != ls.topology
+	if differs && in.Origin != s.cfg.Name {
+		// Ours from an earlier life (another lab file then) is not
+		// another switch's fabric.
 		p.c.LinkStateMismatch++
-		if !ls.mismatched[in.Origin] {
-			if ls.mismatched == nil {
-				ls.mismatched = map[string]bool{}
-			}
-			ls.mismatched[in.Origin] = true
-			if ls.onMismatch != nil {
-				ls.onMismatch(in.Origin, in.Topology)
-			}
-		}
 	}
 	if in.Origin == s.cfg.Name {
 		if !(&lsaEntry{epoch: ls.epoch, seq: ls.seq}).newer(in.Epoch, in.Seq) {
@@ -240,6 +257,7 @@ func (s *Switch) receiveLinkState(p *port, f *frame.Frame) {
 		return
 	}
 	ls.db[in.Origin] = &lsaEntry{epoch: in.Epoch, seq: in.Seq, topology: in.Topology, down: slices.Clone(in.Down)}
+	s.noteTopology(in.Origin, differs)
 	s.floodLSA(in.Origin, p.idx)
 	if in.Origin == ls.peers[p.idx] && (e == nil || !slices.Equal(e.down, in.Down)) {
 		// The neighbour itself says its ports changed, as it does when

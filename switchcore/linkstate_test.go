@@ -272,3 +272,58 @@ func TestLinkStateTopologyMismatch(t *testing.T) {
 		t.Errorf("b counted %d mismatches from c, which has its digest", n)
 	}
 }
+
+// TestLinkStateTopologyMismatchClears: a's lab file differed and a is
+// run again with the one b and c have (here: its digest set to theirs,
+// then a new advertisement): c no longer lists a, as its newest
+// advertisement agrees; a's differing again is told again. b's own
+// advertisement from an earlier life, with another digest, neither
+// lists b nor counts (it kept a restarted switch listed as mismatched
+// for good, and `emulab status` printed it).
+func TestLinkStateTopologyMismatchClears(t *testing.T) {
+	clk, pool, sw := lineOfSwitches(t)
+	a, b, c := sw[0], sw[1], sw[2]
+	told := map[string][]string{}
+	set := func(s *Switch, digest uint64) {
+		name := s.Name()
+		s.SetLinkStateTopology(digest, func(origin string, theirs uint64) {
+			told[name] = append(told[name], origin)
+		})
+	}
+	set(a, 200)
+	set(b, 100)
+	set(c, 100)
+	step := func() { clk.runUntil(clk.now + clock.Microsecond) }
+	a.SetPortUp(0, false)
+	step()
+	if got := c.LinkStateMismatched(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("c's mismatched origins %v, want [a]", got)
+	}
+	set(a, 100)
+	a.SetPortUp(0, true)
+	step()
+	if got := c.LinkStateMismatched(); len(got) != 0 {
+		t.Errorf("c still lists %v after a advertised c's digest", got)
+	}
+	if got := b.LinkStateMismatched(); len(got) != 0 {
+		t.Errorf("b still lists %v after a advertised b's digest", got)
+	}
+	set(a, 300)
+	a.SetPortUp(0, false)
+	step()
+	if !slices.Equal(told["c"], []string{"a", "a"}) {
+		t.Errorf("c told of %v, want a twice (it differed, agreed, differed)", told["c"])
+	}
+
+	before := b.Counters(1).LinkStateMismatch
+	f := pool.Get(wire.LinkStateLen(&wire.LinkState{Origin: "b"}))
+	wire.EncodeLinkState(f.Data, wire.MAC{2}, &wire.LinkState{Origin: "b", Epoch: 0, Seq: 1, Topology: 999})
+	b.Receive(1, f)
+	step()
+	if got := b.LinkStateMismatched(); slices.Contains(got, "b") {
+		t.Errorf("b lists itself as mismatched after its own old advertisement: %v", got)
+	}
+	if n := b.Counters(1).LinkStateMismatch - before; n != 0 {
+		t.Errorf("b counted its own old advertisement as %d mismatched", n)
+	}
+}
