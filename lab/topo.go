@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -213,22 +214,35 @@ func (t *Topo) Spec() (*Spec, error) {
 // leaf1.., spine1..).
 func ParseTopo(name, spec string) (*Topo, error) {
 	kind, rest, _ := strings.Cut(spec, ",")
-	var args []string
-	if rest != "" {
-		args = strings.Split(rest, ",")
+	keys, ok := topoKeys[kind]
+	if !ok {
+		return nil, fmt.Errorf("topology %q: unknown shape %q (single, linear, tree, leafspine)", spec, kind)
 	}
-	get := func(i int, key string, def int) (int, error) {
-		v := ""
-		for j, a := range args {
-			if k, val, ok := strings.Cut(a, "="); ok {
-				if k == key {
-					v = val
+	// Each argument names one of the shape's parameters, by position
+	// (mininet's order) or as key=value; one left over or given twice
+	// is refused: "single,4,8" meant something, and quietly making
+	// four hosts is not it.
+	vals := map[string]string{}
+	if rest != "" {
+		for i, a := range strings.Split(rest, ",") {
+			k, v, named := strings.Cut(a, "=")
+			if !named {
+				if i >= len(keys) {
+					return nil, fmt.Errorf("topology %q: argument %q is one too many (%s takes %s)", spec, a, kind, strings.Join(keys, ", "))
 				}
-			} else if j == i {
-				v = a
+				k, v = keys[i], a
+			} else if !slices.Contains(keys, k) {
+				return nil, fmt.Errorf("topology %q: unknown argument %q (%s takes: %s)", spec, k, kind, strings.Join(keys, " "))
 			}
+			if _, dup := vals[k]; dup {
+				return nil, fmt.Errorf("topology %q: %s is given twice", spec, k)
+			}
+			vals[k] = v
 		}
-		if v == "" {
+	}
+	get := func(key string, def int) (int, error) {
+		v, ok := vals[key]
+		if !ok {
 			if def < 0 {
 				return 0, fmt.Errorf("topology %q: %s is missing", spec, key)
 			}
@@ -240,33 +254,30 @@ func ParseTopo(name, spec string) (*Topo, error) {
 		}
 		return n, nil
 	}
-	for _, a := range args {
-		if k, _, ok := strings.Cut(a, "="); ok && !strings.Contains(topoKeys[kind], " "+k+" ") {
-			return nil, fmt.Errorf("topology %q: unknown argument %q (%s takes:%s)", spec, k, kind, topoKeys[kind])
+	var p [3]int
+	for i, k := range keys {
+		var err error
+		if p[i], err = get(k, topoDefaults[kind][i]); err != nil {
+			return nil, err
 		}
+	}
+	// Every shape, not the tree alone: linear,256,256 is 65,536 hosts,
+	// and checking that file took all the memory of the machine.
+	if n := topoHosts(kind, p); n > maxTopoHosts {
+		return nil, fmt.Errorf("topology %q: %d hosts; at most %d", spec, n, maxTopoHosts)
 	}
 	t := NewTopo(name)
 	hosts := 0
 	host := func() string { hosts++; return t.AddHost("h" + strconv.Itoa(hosts)) }
 	switch kind {
 	case "single":
-		n, err := get(0, "n", -1)
-		if err != nil {
-			return nil, err
-		}
+		n := p[0]
 		s := t.AddSwitch("s1")
 		for range n {
 			t.AddLink(host(), s, LinkOpts{})
 		}
 	case "linear":
-		k, err := get(0, "k", -1)
-		if err != nil {
-			return nil, err
-		}
-		n, err := get(1, "n", 1)
-		if err != nil {
-			return nil, err
-		}
+		k, n := p[0], p[1]
 		var prev string
 		for i := range k {
 			s := t.AddSwitch("s" + strconv.Itoa(i+1))
@@ -279,17 +290,7 @@ func ParseTopo(name, spec string) (*Topo, error) {
 			prev = s
 		}
 	case "tree":
-		depth, err := get(0, "depth", 1)
-		if err != nil {
-			return nil, err
-		}
-		fanout, err := get(1, "fanout", 2)
-		if err != nil {
-			return nil, err
-		}
-		if nodes := pow(fanout, depth); nodes > 256 {
-			return nil, fmt.Errorf("topology %q: %d hosts; at most 256", spec, nodes)
-		}
+		depth, fanout := p[0], p[1]
 		switches := 0
 		var grow func(d int) string
 		grow = func(d int) string {
@@ -306,18 +307,7 @@ func ParseTopo(name, spec string) (*Topo, error) {
 		}
 		grow(depth)
 	case "leafspine":
-		leaves, err := get(0, "leaves", -1)
-		if err != nil {
-			return nil, err
-		}
-		spines, err := get(1, "spines", -1)
-		if err != nil {
-			return nil, err
-		}
-		per, err := get(2, "hosts", 2)
-		if err != nil {
-			return nil, err
-		}
+		leaves, spines, per := p[0], p[1], p[2]
 		var sp []string
 		for i := range spines {
 			sp = append(sp, t.AddSwitch("spine"+strconv.Itoa(i+1)))
@@ -331,18 +321,44 @@ func ParseTopo(name, spec string) (*Topo, error) {
 				t.AddLink(l, s, LinkOpts{})
 			}
 		}
-	default:
-		return nil, fmt.Errorf("topology %q: unknown shape %q (single, linear, tree, leafspine)", spec, kind)
 	}
 	return t, nil
 }
 
-// topoKeys are each shape's argument names, for key=value.
-var topoKeys = map[string]string{
-	"single":    " n ",
-	"linear":    " k n ",
-	"tree":      " depth fanout ",
-	"leafspine": " leaves spines hosts ",
+// topoKeys are each shape's parameters in positional order, and
+// topoDefaults their defaults (-1: required).
+var (
+	topoKeys = map[string][]string{
+		"single":    {"n"},
+		"linear":    {"k", "n"},
+		"tree":      {"depth", "fanout"},
+		"leafspine": {"leaves", "spines", "hosts"},
+	}
+	topoDefaults = map[string][]int{
+		"single":    {-1},
+		"linear":    {-1, 1},
+		"tree":      {1, 2},
+		"leafspine": {-1, -1, 2},
+	}
+)
+
+// maxTopoHosts bounds a predefined shape's hosts: a lab's checks grow
+// with the square of its hosts (every pair's path), and a real lab runs
+// a daemon per host.
+const maxTopoHosts = 256
+
+// topoHosts is how many hosts shape kind with parameters p has.
+func topoHosts(kind string, p [3]int) int {
+	switch kind {
+	case "single":
+		return p[0]
+	case "linear":
+		return p[0] * p[1]
+	case "tree":
+		return pow(p[1], p[0])
+	default:
+		return p[0] * p[2]
+	}
 }
 
 func pow(b, e int) int {

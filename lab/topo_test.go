@@ -64,6 +64,16 @@ func TestParseTopo(t *testing.T) {
 		"linear,3,depth=2":      `unknown argument "depth"`,
 		"tree,depth=9,fanout=4": "at most 256",
 		"leafspine,2":           "spines is missing",
+		// Every shape's hosts are bounded, not the tree's alone:
+		// checking linear,256,256 took all the machine's memory.
+		"linear,256,256":        "65536 hosts; at most 256",
+		"linear,k=17,n=16":      "272 hosts; at most 256",
+		"leafspine,256,256,256": "65536 hosts; at most 256",
+		// A left-over or repeated argument was dropped without a word.
+		"single,4,8":           `argument "8" is one too many`,
+		"leafspine,2,2,2,2":    `argument "2" is one too many`,
+		"single,2,n=3":         "n is given twice",
+		"tree,depth=2,depth=3": "depth is given twice",
 	} {
 		if _, err := ParseTopo("gen", spec); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one saying %q", spec, err, want)

@@ -28,8 +28,8 @@ arguments are positional or key=value:
   leafspine,L,S[,H]        leaves leaf1..leafL, each linked to every spine
                            spine1..spineS, H hosts per leaf (default 2)
 
-Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order. --traffic
-adds RDMA WRITE traffic over every host, which sim runs:
+Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order, at most
+256. --traffic adds RDMA WRITE traffic over every host, which sim runs:
 
   incast      every other host writes to h1
   pairs       the first half of the hosts to the second (h1 to the first of
