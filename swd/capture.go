@@ -3,6 +3,7 @@ package swd
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -274,6 +275,32 @@ func (d *Daemon) trace(ev switchcore.TraceEvent) {
 			d.curNote = joinNote(d.curNote, fmt.Sprintf("PFC watchdog %s on %s priority %d", ev.Kind, pname, ev.Prio))
 		}
 	}
+}
+
+// pfcRefreshNote says why a PFC XOFF the engine sent with no XOFF event
+// went: it is the refresh of the priorities still paused, re-sent every
+// half quanta time while their PGs stay above XON (switchcore/pfc.go
+// refreshXoff), so the peer's pause never expires. They are most PFC
+// frames of a long incast, and went with no why while the XOFFs and
+// XONs had one. "" for anything else.
+func pfcRefreshNote(b []byte, pname string) string {
+	var mc wire.MACControl
+	if wire.DecodeMACControl(b, &mc) != nil || mc.Opcode == wire.MACControlOpPause {
+		return ""
+	}
+	var prios []string
+	for prio := range 8 {
+		if mc.Enable&(1<<prio) != 0 && mc.Time[prio] != 0 {
+			prios = append(prios, strconv.Itoa(prio))
+		}
+	}
+	if len(prios) == 0 {
+		return ""
+	}
+	if len(prios) == 1 {
+		return fmt.Sprintf("XOFF refreshed on %s: priority %s still paused (its PG above XON)", pname, prios[0])
+	}
+	return fmt.Sprintf("XOFF refreshed on %s: priorities %s still paused (their PGs above XON)", pname, strings.Join(prios, ","))
 }
 
 // pfcNote describes a MAC Control frame.

@@ -494,7 +494,25 @@ func TestPFCCaptureNote(t *testing.T) {
 	if got, want := pfcNote(b, "sent"), "PFC sent: prio3 XOFF 65535 quanta prio4 XON"; got != want {
 		t.Errorf("pfcNote = %q, want %q", got, want)
 	}
+	// A refresh (no XOFF event put a why on it) says so; an XON and
+	// an 802.3x PAUSE are never refreshes.
+	if got, want := pfcRefreshNote(b, "p1"), "XOFF refreshed on p1: priority 3 still paused (its PG above XON)"; got != want {
+		t.Errorf("pfcRefreshNote = %q, want %q", got, want)
+	}
+	times[4] = 0xFFFF
+	wire.EncodePFC(b, wire.MAC{2, 0, 0, 0, 0, 9}, 1<<3|1<<4, &times)
+	if got, want := pfcRefreshNote(b, "p1"), "XOFF refreshed on p1: priorities 3,4 still paused (their PGs above XON)"; got != want {
+		t.Errorf("pfcRefreshNote = %q, want %q", got, want)
+	}
+	times[3], times[4] = 0, 0
+	wire.EncodePFC(b, wire.MAC{2, 0, 0, 0, 0, 9}, 1<<3, &times)
+	if got := pfcRefreshNote(b, "p1"); got != "" {
+		t.Errorf("pfcRefreshNote of an XON = %q", got)
+	}
 	wire.EncodePause(b, wire.MAC{2, 0, 0, 0, 0, 9}, 100)
+	if got := pfcRefreshNote(b, "p1"); got != "" {
+		t.Errorf("pfcRefreshNote of a PAUSE = %q", got)
+	}
 	if got, want := pfcNote(b, "received"), "PAUSE received: 100 quanta"; got != want {
 		t.Errorf("pfcNote = %q, want %q", got, want)
 	}
