@@ -309,7 +309,9 @@ func Up(ctx context.Context, spec *Spec, opt UpOptions) (l *Lab, err error) {
 	l.waitIBActive(ctx, plan, deadline, say)
 
 	// 6c. RoCE switches linked to one another: their routes converged.
-	l.waitRoutes(ctx, plan, deadline, say)
+	if err := l.waitRoutes(ctx, plan, deadline, say); err != nil {
+		return l, err
+	}
 
 	// 6d. Link schedules, counted from now: the lab is up.
 	if opt.Schedules {
@@ -351,6 +353,25 @@ func diskFull(logPath string) string {
 	return fmt.Sprintf(": the filesystem of %s is full, so its ready line may not have been written", filepath.Dir(logPath))
 }
 
+// died names a daemon of plan, ready or not, that has exited.
+func (l *Lab) died(plan *upPlan) error {
+	for _, pn := range plan.daemons() {
+		p := l.procs[pn.node.Name]
+		select {
+		case <-p.Done():
+			logPath, _ := l.State.LogPath(pn.daemon.name)
+			when := "before it was ready"
+			if ready, _ := logSaysReady(logPath); ready {
+				when = "after it was ready, while the lab came up"
+			}
+			return fmt.Errorf("node %s: %s exited %s (%v); log %s:\n%s",
+				pn.node.Name, pn.daemon.binary, when, p.Wait(), logPath, logTail(logPath, 10))
+		default:
+		}
+	}
+	return nil
+}
+
 // waitReady waits until every daemon printed "ready" on its log, or one
 // exited, or the deadline passed.
 func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, timeout time.Duration, say func(string, ...any)) error {
@@ -359,25 +380,9 @@ func (l *Lab) waitReady(ctx context.Context, plan *upPlan, deadline time.Time, t
 	say("waiting for %d daemon(s) to print ready", len(pending))
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	// died names a daemon, ready or not, that has exited: the lab cannot
-	// come up, and the ones still waiting may be waiting for it.
-	died := func() error {
-		for _, pn := range all {
-			p := l.procs[pn.node.Name]
-			select {
-			case <-p.Done():
-				logPath, _ := l.State.LogPath(pn.daemon.name)
-				when := "before it was ready"
-				if ready, _ := logSaysReady(logPath); ready {
-					when = "after it was ready, while the lab came up"
-				}
-				return fmt.Errorf("node %s: %s exited %s (%v); log %s:\n%s",
-					pn.node.Name, pn.daemon.binary, when, p.Wait(), logPath, logTail(logPath, 10))
-			default:
-			}
-		}
-		return nil
-	}
+	// A daemon, ready or not, that has exited: the lab cannot come up,
+	// and the ones still waiting may be waiting for it.
+	died := func() error { return l.died(plan) }
 	for len(pending) > 0 {
 		if err := died(); err != nil {
 			return err

@@ -18,10 +18,13 @@ import (
 // up, for a few milliseconds after the interfaces are. `up` promises a
 // lab that works when it returns. Not converging by the deadline is
 // reported, not fatal: the lab is built, and the switches keep
-// advertising.
-func (l *Lab) waitRoutes(ctx context.Context, plan *upPlan, deadline time.Time, say func(string, ...any)) {
+// advertising. A daemon that exits meanwhile fails up, as it does while
+// up waits for the daemons to be ready: a switch killed here left up
+// asking its socket until the deadline, then saying the lab was up with
+// a warning, one switch dead.
+func (l *Lab) waitRoutes(ctx context.Context, plan *upPlan, deadline time.Time, say func(string, ...any)) error {
 	if plan.spec.Fabric == FabricIB {
-		return // the subnet manager routes an IB fabric
+		return nil // the subnet manager routes an IB fabric
 	}
 	var sws []*planNode
 	for _, pn := range plan.nodes {
@@ -30,19 +33,25 @@ func (l *Lab) waitRoutes(ctx context.Context, plan *upPlan, deadline time.Time, 
 		}
 	}
 	if len(sws) < 2 {
-		return
+		return nil
 	}
 	start := time.Now()
 	for {
+		if err := l.died(plan); err != nil {
+			return err
+		}
 		waiting := routesWaiting(sws)
 		if len(waiting) == 0 {
 			say("link-state routing: %d switches agree, no link routed around, after %.2fs", len(sws), time.Since(start).Seconds())
-			return
+			return nil
+		}
+		if err := l.died(plan); err != nil {
+			return err // what it was waiting for
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
 			say("warning: link-state routing has not converged yet (the switches keep advertising; `emulab status %s` shows it): %s",
 				plan.spec.Name, strings.Join(waiting, "; "))
-			return
+			return nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
