@@ -21,8 +21,9 @@ import (
 // to the lab's directory must be one only trusted users can change, as
 // OpenSSH's StrictModes asks of a home directory: owned by root, by this
 // user or by the user who ran sudo (SUDO_UID, set by whoever could run
-// root already), and writable by nobody else unless sticky (/tmp), where
-// the next component's owner check holds.
+// root already), and writable by nobody else (its owner's private group
+// aside: privateGroup) unless sticky (/tmp), where the next component's
+// owner check holds.
 
 // trustedUID reports whether a file owned by uid may steer the controller.
 func trustedUID(uid uint32) bool {
@@ -85,12 +86,71 @@ func walkStatePath(dir string, missingOK bool) error {
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			continue // its target is walked by checkStatePath
 		}
-		writable := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid()
+		writable := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid() && !privateGroup(st.Gid, st.Uid)
 		if writable && st.Mode&unix.S_ISVTX == 0 {
 			return fmt.Errorf("%w: other users can write to %s (mode %o) and so replace what is in it: `chmod go-w %s`, or use another directory", errUntrustedStateDir, p, st.Mode&0o7777, p)
 		}
 	}
 	return nil
+}
+
+// passwdFile and groupFile describe the accounts for privateGroup.
+var passwdFile, groupFile = "/etc/passwd", "/etc/group"
+
+// privateGroup reports whether gid is the user private group of uid: its
+// primary group, which no other account has as its primary group and
+// /etc/group lists no other member of. Where each user has such a group
+// (Fedora, RHEL: their umask is 002 then), the directories a user makes
+// are group-writable by that group alone, and ~/labs of mode 775 was
+// refused as "other users can write to" it. Debian's OpenSSH takes such
+// a group as its owner's in StrictModes for the same reason. A group
+// the files do not describe (a directory service) is not taken as
+// private.
+func privateGroup(gid, uid uint32) bool {
+	var owner string
+	ok := false
+	for _, f := range colonFile(passwdFile) { // name:x:uid:gid:...
+		if len(f) < 4 || f[3] != strconv.FormatUint(uint64(gid), 10) {
+			continue
+		}
+		if f[2] != strconv.FormatUint(uint64(uid), 10) {
+			return false // another account's primary group too
+		}
+		owner, ok = f[0], true
+	}
+	if !ok {
+		return false
+	}
+	for _, f := range colonFile(groupFile) { // name:x:gid:member,member
+		if len(f) < 4 || f[2] != strconv.FormatUint(uint64(gid), 10) {
+			continue
+		}
+		for _, m := range strings.Split(f[3], ",") {
+			if m != "" && m != owner {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// colonFile is the lines of an /etc/passwd-like file split at colons,
+// nil when it cannot be read.
+func colonFile(path string) [][]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out [][]string
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, strings.Split(line, ":"))
+	}
+	return out
 }
 
 // checkPrivateDir checks a directory the controller made for itself

@@ -135,3 +135,57 @@ func chownAll(uid int, paths ...string) error {
 	}
 	return nil
 }
+
+// A directory group-writable by its owner's private group (what mkdir
+// makes under Fedora's umask 002) is the owner's alone: taken as the
+// state root of a sudo user. A group another account has as its primary
+// group or lists as a member, or one /etc/group does not describe, is
+// still refused.
+func TestStateRootInAPrivateGroupDir(t *testing.T) {
+	SkipUnlessRoot(t)
+	const alice = 4242
+	t.Setenv("SUDO_UID", "4242")
+	etc := t.TempDir()
+	passwd, group := filepath.Join(etc, "passwd"), filepath.Join(etc, "group")
+	defer func(p, g string) { passwdFile, groupFile = p, g }(passwdFile, groupFile)
+	passwdFile, groupFile = passwd, group
+	root := filepath.Join(t.TempDir(), "labs")
+	if err := os.Mkdir(root, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(root, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(root, alice, alice); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, passwd, group string
+		ok                  bool
+	}{
+		{"private group", "root:x:0:0::/root:/bin/sh\nalice:x:4242:4242::/home/alice:/bin/sh\n", "root:x:0:\nalice:x:4242:\n", true},
+		{"owner listed as its member", "alice:x:4242:4242::/home/alice:/bin/sh\n", "alice:x:4242:alice\n", true},
+		{"another member", "alice:x:4242:4242::/home/alice:/bin/sh\n", "alice:x:4242:bob\n", false},
+		{"another account's primary group", "alice:x:4242:4242::/home/alice:/bin/sh\nbob:x:4243:4242::/home/bob:/bin/sh\n", "alice:x:4242:\n", false},
+		{"group not described", "alice:x:4242:4242::/home/alice:/bin/sh\n", "root:x:0:\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(passwd, []byte(c.passwd), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(group, []byte(c.group), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenState(root, "lab1")
+			if s != nil {
+				s.Close()
+			}
+			if c.ok && err != nil {
+				t.Errorf("OpenState: %v", err)
+			}
+			if !c.ok && !errors.Is(err, errUntrustedStateDir) {
+				t.Errorf("OpenState: %v, want %v", err, errUntrustedStateDir)
+			}
+		})
+	}
+}
