@@ -32,3 +32,13 @@ func socketLab(path string) (root, name string, ok bool) {
 	dir := filepath.Dir(sock)
 	return filepath.Dir(dir), filepath.Base(dir), true
 }
+
+// socketStatusCommand is the status command of the lab whose daemon has
+// the control socket path, or plain `emulab status` for a socket that is
+// not where up puts them.
+func socketStatusCommand(path string) string {
+	if root, name, ok := socketLab(path); ok {
+		return StatusCommand(root, name)
+	}
+	return "emulab status"
+}

@@ -38,3 +38,17 @@ func TestDialControlHint(t *testing.T) {
 		t.Errorf("says not running %d times: %v", n, err)
 	}
 }
+
+// A socket where up puts it names its lab and root; one elsewhere, plain
+// status.
+func TestSocketStatusCommand(t *testing.T) {
+	for path, want := range map[string]string{
+		"/tmp/labs/l1/sock/sw1.sock":     "emulab status --state-dir /tmp/labs l1",
+		DefaultStateRoot + "/l1/sock/h1": "emulab status l1",
+		"/var/tmp/ctl.sock":              "emulab status",
+	} {
+		if got := socketStatusCommand(path); got != want {
+			t.Errorf("%s: %q, want %q", path, got, want)
+		}
+	}
+}

@@ -103,7 +103,7 @@ func SetLink(control string, c LinkChange, timeout time.Duration) (json.RawMessa
 		if errors.As(err, &ne) && ne.Timeout() {
 			// The request was sent: a daemon that was only slow (stopped,
 			// loaded) still applies it when it reads it.
-			return nil, fmt.Errorf("%w (the daemon got the request and may still apply it: `emulab status` shows the link as it is)", err)
+			return nil, fmt.Errorf("%w (the daemon got the request and may still apply it: `%s` shows the link as it is)", err, socketStatusCommand(control))
 		}
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func ReadInfo(root, name string) (*LabInfo, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(root, name, upInfoFile))
 	if os.IsNotExist(err) {
-		return nil, fmt.Errorf("lab %s is not up (no %s under %s; `emulab status` shows the labs)", name, upInfoFile, filepath.Join(root, name))
+		return nil, fmt.Errorf("lab %s is not up (no %s under %s; `%s` shows the labs)", name, upInfoFile, filepath.Join(root, name), StatusCommand(root, ""))
 	}
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func ResolveNIC(root, ref string) (NICHost, error) {
 	}
 	info, err := readUpInfo(root, labName)
 	if err != nil {
-		return NICHost{}, fmt.Errorf("lab %s: %w (has its up finished? `emulab status %s` says)", labName, err, labName)
+		return NICHost{}, fmt.Errorf("lab %s: %w (has its up finished? `%s` says)", labName, err, StatusCommand(root, labName))
 	}
 	for _, n := range info.Nodes {
 		if n.Name != node {

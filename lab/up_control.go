@@ -177,11 +177,7 @@ var ErrNoDaemon = errors.New("no daemon listens there: it is not running")
 func dialControl(path string, timeout time.Duration) (net.Conn, error) {
 	c, err := net.DialTimeout("unix", path, timeout)
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) {
-		status := "emulab status"
-		if root, name, ok := socketLab(path); ok {
-			status = StatusCommand(root, name)
-		}
-		return nil, fmt.Errorf("%w: %w (`%s` shows which is dead)", err, ErrNoDaemon, status)
+		return nil, fmt.Errorf("%w: %w (`%s` shows which is dead)", err, ErrNoDaemon, socketStatusCommand(path))
 	}
 	return c, err
 }

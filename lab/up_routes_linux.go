@@ -49,8 +49,8 @@ func (l *Lab) waitRoutes(ctx context.Context, plan *upPlan, deadline time.Time, 
 			return err // what it was waiting for
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
-			say("warning: link-state routing has not converged yet (the switches keep advertising; `emulab status %s` shows it): %s",
-				plan.spec.Name, strings.Join(waiting, "; "))
+			say("warning: link-state routing has not converged yet (the switches keep advertising; `%s` shows it): %s",
+				StatusCommand(l.State.Root, plan.spec.Name), strings.Join(waiting, "; "))
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -52,7 +52,7 @@ up is not an error.`,
 func runDown(cmd *cobra.Command, arg string, fl *downFlags) error {
 	name, err := labNameArg(arg)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w\n(`%s` lists the labs)", err, lab.StatusCommand(fl.stateDir, ""))
 	}
 	start := time.Now()
 	dir := filepath.Join(fl.stateDir, name)
@@ -93,7 +93,7 @@ func labNameArg(arg string) (string, error) {
 	}
 	spec, err := lab.Load(arg)
 	if err != nil {
-		return "", fmt.Errorf("%w\n(the lab file does not load: name the lab instead, e.g. `emulab down NAME`; `emulab status` lists the labs)", err)
+		return "", fmt.Errorf("%w\n(the lab file does not load: name the lab instead, e.g. `emulab down NAME`)", err)
 	}
 	return spec.Name, nil
 }

@@ -164,7 +164,7 @@ func findExtcapIface(stateDir, name string) (extcapIface, error) {
 			return i, nil
 		}
 	}
-	return extcapIface{}, fmt.Errorf("--extcap-interface %s: no such port in the labs that are up (emulab status lists them)", name)
+	return extcapIface{}, fmt.Errorf("--extcap-interface %s: no such port in the labs that are up (%s lists them)", name, lab.StatusCommand(stateDir, ""))
 }
 
 // extcapQuote escapes a value for an extcap {key=value} field: the closing

@@ -216,7 +216,7 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if err != nil {
 		return fmt.Errorf("link set %s: %w", endpoint, err)
 	}
-	if err := writeLinkResult(out, target.Name+":"+tport, farEnd(li, target, tport), &change, raw); err != nil {
+	if err := writeLinkResult(out, target.Name+":"+tport, farEnd(li, target, tport), lab.StatusCommand(fl.stateDir, li.Lab), &change, raw); err != nil {
 		return err
 	}
 	// A rate is the link's, both ways: each end's transmitter runs at it,
@@ -240,7 +240,7 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if raw, err = lab.SetLink(peer.Control, pc, opsTimeout); err != nil {
 		return fmt.Errorf("link set %s: %s was set on %s:%s, but not on the link's other end %s:%s: %w", endpoint, changedWords(&pc), target.Name, tport, peer.Name, pport, err)
 	}
-	return writeLinkResult(out, peer.Name+":"+pport, farEnd(li, peer, pport), &pc, raw)
+	return writeLinkResult(out, peer.Name+":"+pport, farEnd(li, peer, pport), lab.StatusCommand(fl.stateDir, li.Lab), &pc, raw)
 }
 
 // farEnd is the endpoint at the other end of node's port as LAB/NODE:PORT,
@@ -292,7 +292,7 @@ func withoutState(words []string) []string {
 // answers with the port's status, emunic with a bare OK. The state is
 // said as status says it (lab.SwitchPortLink); a link down because of its
 // far end (peer, the endpoint there) gets a hint naming it.
-func writeLinkResult(out io.Writer, name, peer string, c *lab.LinkChange, raw json.RawMessage) error {
+func writeLinkResult(out io.Writer, name, peer, status string, c *lab.LinkChange, raw json.RawMessage) error {
 	var r struct {
 		Port *swd.PortStatus `json:"port"`
 	}
@@ -331,7 +331,7 @@ func writeLinkResult(out io.Writer, name, peer string, c *lab.LinkChange, raw js
 			hint = "; the far end is set down"
 		}
 	case "down (peer silent)":
-		hint = fmt.Sprintf("; the far end, %s, sends nothing (is its daemon running? emulab status)", far)
+		hint = fmt.Sprintf("; the far end, %s, sends nothing (is its daemon running? %s)", far, status)
 	case "waiting":
 		hint = fmt.Sprintf("; nothing is connected from the far end, %s, yet", far)
 	}

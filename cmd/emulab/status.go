@@ -77,7 +77,7 @@ func runStatus(cmd *cobra.Command, args []string, fl *statusFlags) error {
 			return fmt.Errorf("lab %s: %w", name, err) // says what to do
 		}
 		if err != nil {
-			return fmt.Errorf("lab %s: %w (is it up? `emulab status` lists the labs)", name, err)
+			return fmt.Errorf("lab %s: %w (is it up? `%s` lists the labs)", name, err, lab.StatusCommand(fl.stateDir, ""))
 		}
 		if !writeStatus(out, st) {
 			unwell = append(unwell, name)
