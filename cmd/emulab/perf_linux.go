@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -137,7 +138,13 @@ func runPerf(out io.Writer, args []string, fl *perfFlags) error {
 	if err != nil {
 		return fmt.Errorf("SRC %s: %w", args[1], err)
 	}
-	dst, err := lab.ResolveNIC(fl.stateDir, args[2])
+	dstRef := args[2]
+	if _, err := netip.ParseAddr(dstRef); err == nil {
+		// An address is looked up in SRC's lab, as the server's address
+		// is on a perftest client's network.
+		dstRef = src.Lab + "/" + dstRef
+	}
+	dst, err := lab.ResolveNIC(fl.stateDir, dstRef)
 	if err != nil {
 		return fmt.Errorf("DST %s: %w", args[2], err)
 	}

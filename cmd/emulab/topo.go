@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,14 +52,17 @@ The file is checked as up and sim check it before it is written.`,
 			if err != nil {
 				return &exitError{code: exitBadLabFile, err: err}
 			}
+			if mtu <= 0 {
+				return &exitError{code: exitBadLabFile, err: fmt.Errorf("--mtu %d: a link's MTU is positive (RoCE 576..9216)", mtu)}
+			}
 			t.Defaults = lab.LinkOpts{Rate: rate, Delay: delay, MTU: mtu}
 			t.Traffic = traffic
 			if lossless != "" {
 				t.Lossless = []int{}
 				for _, p := range strings.Split(lossless, ",") {
 					n, err := strconv.Atoi(strings.TrimSpace(p))
-					if err != nil || n < 0 || n > 7 {
-						return &exitError{code: exitBadLabFile, err: fmt.Errorf("--lossless %q: priorities 0 to 7, comma-separated", lossless)}
+					if err != nil || n < 0 || n > 7 || slices.Contains(t.Lossless, n) {
+						return &exitError{code: exitBadLabFile, err: fmt.Errorf("--lossless %q: priorities 0 to 7, comma-separated, each once", lossless)}
 					}
 					t.Lossless = append(t.Lossless, n)
 				}
