@@ -52,12 +52,14 @@ type LinkOpts struct {
 //	all_to_all  every host to every other
 //	random      every host, each message to a random other host
 //
-// as RDMA WRITE flows of Size messages (default 64KiB) on Priority
-// (default 3), offered at Load of the link rate (0: back to back).
+// as RDMA WRITE flows of Size messages (default 64KiB) on Priority (nil:
+// the lab file's default, 3), offered at Load of the link rate (0: back to
+// back). Priority is a pointer because 0 is a priority (the lossy class
+// of most fabrics), which a zero meaning "default" could not express.
 type TopoTraffic struct {
 	Pattern  string
 	Size     string
-	Priority int
+	Priority *int
 	Load     float64
 }
 
@@ -169,11 +171,10 @@ func (t *Topo) trafficYAML() string {
 	if size == "" {
 		size = "64KiB"
 	}
-	prio := tr.Priority
-	if prio == 0 {
-		prio = 3
+	e := fmt.Sprintf("name: %s, src: %s, dst: %s, pattern: %s, size: %s", tr.Pattern, src, dst, tr.Pattern, size)
+	if tr.Priority != nil {
+		e += ", priority: " + strconv.Itoa(*tr.Priority)
 	}
-	e := fmt.Sprintf("name: %s, src: %s, dst: %s, pattern: %s, size: %s, priority: %d", tr.Pattern, src, dst, tr.Pattern, size, prio)
 	if tr.Load > 0 {
 		e += ", load: " + strconv.FormatFloat(tr.Load, 'g', -1, 64)
 	}

@@ -133,3 +133,25 @@ func TestTopoTraffic(t *testing.T) {
 		t.Errorf("an unknown pattern: %v, want an error naming it", err)
 	}
 }
+
+// Priority 0 is a priority, not "the default": nil leaves the lab file's
+// default (3), and every value given, 0 included, is the flows'.
+func TestTopoTrafficPriority(t *testing.T) {
+	for _, c := range []struct {
+		prio *int
+		want uint8
+	}{{nil, 3}, {new(int), 0}, {func() *int { p := 5; return &p }(), 5}} {
+		tp, err := ParseTopo("tr", "single,2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.Traffic = TopoTraffic{Pattern: "incast", Priority: c.prio}
+		s, err := tp.Spec()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, tp.YAML())
+		}
+		if len(s.Traffic) != 1 || s.Traffic[0].Priority != c.want {
+			t.Errorf("priority %v: flows %+v, want one on priority %d\n%s", c.prio, s.Traffic, c.want, tp.YAML())
+		}
+	}
+}

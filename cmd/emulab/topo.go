@@ -14,7 +14,7 @@ import (
 
 func init() {
 	var name, rate, delay, lossless, out string
-	var mtu int
+	var mtu, priority int
 	var traffic lab.TopoTraffic
 	cmd := &cobra.Command{
 		Use:   "topo SHAPE",
@@ -57,6 +57,7 @@ The file is checked as up and sim check it before it is written.`,
 			}
 			t.Defaults = lab.LinkOpts{Rate: rate, Delay: delay, MTU: mtu}
 			t.Traffic = traffic
+			t.Traffic.Priority = &priority
 			if lossless != "" {
 				t.Lossless = []int{}
 				for _, p := range strings.Split(lossless, ",") {
@@ -85,7 +86,7 @@ The file is checked as up and sim check it before it is written.`,
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the file here (default: standard output)")
 	cmd.Flags().StringVar(&traffic.Pattern, "traffic", "", "add RDMA WRITE traffic over every host: incast, pairs, all_to_all or random")
 	cmd.Flags().StringVar(&traffic.Size, "size", "64KiB", "--traffic: the message size")
-	cmd.Flags().IntVar(&traffic.Priority, "priority", 3, "--traffic: the priority the messages are sent on")
+	cmd.Flags().IntVar(&priority, "priority", 3, "--traffic: the priority the messages are sent on")
 	cmd.Flags().Float64Var(&traffic.Load, "load", 0, "--traffic: offered load per sender as a fraction of its link rate, Poisson arrivals (0: back to back)")
 	rootCmd.AddCommand(cmd)
 }
