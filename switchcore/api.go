@@ -419,6 +419,13 @@ type PortCounters struct {
 	// counters above count every packet on the wire.
 	XmitPkts, RcvPkts uint64 // port_xmit_packets, port_rcv_packets
 	XmitData, RcvData uint64 // octets; port_xmit_data, port_rcv_data report them ÷4
+	// IBA 16.1.3.5's discards, each at the port the spec names (the drop
+	// reasons count a packet where the engine dropped it, which for an
+	// oversized packet is its ingress): PortXmitDiscards at the output
+	// port (not Active, or the packet longer than its MTU),
+	// PortRcvSwitchRelayErrors at the input port (no LFT entry, output
+	// port = input port, SL to VL15).
+	XmitDiscards, RcvSwitchRelayErrors uint64 // port_xmit_discards, port_rcv_switch_relay_errors
 }
 
 // TraceKind is the kind of a TraceEvent.

@@ -102,6 +102,8 @@ func (c *PortCounters) EachIB(vls int, fn func(name string, v uint64)) {
 	fn("port_xmit_data", c.XmitData/4)
 	fn("port_rcv_data", c.RcvData/4)
 	fn("port_xmit_wait", mad.XmitWaitTicks(clock.Time(c.PortXmitWaitPs)))
+	fn("port_xmit_discards", c.XmitDiscards)
+	fn("port_rcv_switch_relay_errors", c.RcvSwitchRelayErrors)
 	// A packet beyond the credit the port granted is kept (IB does not
 	// drop); the engine counts it where Ethernet counts headroom overflow.
 	fn("excessive_buffer_overrun_errors", c.Drops[DropHeadroomOverflow])

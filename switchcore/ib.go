@@ -159,11 +159,13 @@ func (s *Switch) receiveIB(p *port, f *frame.Frame) {
 	if inVL == 15 {
 		// Subnet management: no credits, no buffer accounting.
 		if outPort < 0 || outPort == p.idx {
+			p.c.RcvSwitchRelayErrors++
 			s.drop(p, -1, f, DropNoRoute)
 			return
 		}
 		op := &s.ports[outPort]
 		if !op.up {
+			op.c.XmitDiscards++
 			s.drop(op, -1, f, DropLinkDown)
 			return
 		}
@@ -193,24 +195,31 @@ func (s *Switch) receiveIB(p *port, f *frame.Frame) {
 		s.emit(TraceEvent{Kind: TraceHeadroomOverflow, Port: p.idx, Prio: inVL, Bytes: -ib.rxFree[inVL], Frame: f})
 	}
 	if outPort < 0 || outPort == p.idx {
+		p.c.RcvSwitchRelayErrors++
 		s.dropAfterAdmit(p, f, DropNoRoute)
 		return
 	}
+	op := &s.ports[outPort]
 	if !s.smaForwardOK(p.idx, outPort) {
+		if !s.smaOutActive(outPort) {
+			op.c.XmitDiscards++ // IBA: the output port is not Active
+		}
 		s.dropAfterAdmit(p, f, DropLinkDown) // IB port not Active (sma.go)
 		return
 	}
 	outVL := s.cfg.IB.SL2VL[lrh.SL()]
 	if outVL == 15 {
+		p.c.RcvSwitchRelayErrors++
 		s.dropAfterAdmit(p, f, DropVL15)
 		return
 	}
-	op := &s.ports[outPort]
 	if f.Len() > op.cfg.MTU {
+		op.c.XmitDiscards++ // IBA: longer than the output port's NeighborMTU
 		s.dropAfterAdmit(p, f, DropMTUExceeded)
 		return
 	}
 	if !op.up {
+		op.c.XmitDiscards++
 		s.dropAfterAdmit(op, f, DropLinkDown)
 		return
 	}

@@ -371,3 +371,46 @@ func TestIBPortCountersExcludeLinkPackets(t *testing.T) {
 		}
 	}
 }
+
+// TestIBDiscardsAtTheSpecsPort: PortRcvSwitchRelayErrors counts at the
+// input port what the relay cannot forward (no LFT entry, back out of the
+// input port), PortXmitDiscards at the output port what it may not send
+// (longer than its MTU, its link down), as IBA 16.1.3.5 defines them and
+// perfquery reads them; the drop reasons keep counting where the engine
+// dropped (an oversized packet at its ingress).
+func TestIBDiscardsAtTheSpecsPort(t *testing.T) {
+	c := ibConfig(3)
+	c.Ports[1].MTU = 128 // ibLen does not fit
+	s, clk, pool, _ := newIB(t, c)
+	clk.runUntil(clock.Microsecond)
+	for p := range 3 {
+		deliver(s, clk, p, fcPkt(pool, 0, 0, 100))
+	}
+	deliver(s, clk, 0, ibPkt(pool, 0, 0, 1, ibLen))  // LFT: back out of p0
+	deliver(s, clk, 0, ibPkt(pool, 0, 0, 40, ibLen)) // no LFT entry
+	deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))  // p1's MTU is 128
+	s.SetPortUp(2, false)
+	deliver(s, clk, 0, ibPkt(pool, 0, 0, 3, ibLen)) // p2 down
+	clk.runUntil(2 * clock.Microsecond)
+	dump := func(port int) map[string]uint64 {
+		m := map[string]uint64{}
+		s.EachCounter(port, func(n string, v uint64) { m[n] = v })
+		return m
+	}
+	p0, p1, p2 := dump(0), dump(1), dump(2)
+	for _, c := range []struct {
+		name      string
+		got, want uint64
+	}{
+		{"p0 port_rcv_switch_relay_errors", p0["port_rcv_switch_relay_errors"], 2},
+		{"p0 port_xmit_discards", p0["port_xmit_discards"], 0},
+		{"p0 drop_mtu_exceeded (where it was dropped)", p0["drop_mtu_exceeded"], 1},
+		{"p1 port_xmit_discards (beyond its MTU)", p1["port_xmit_discards"], 1},
+		{"p1 port_rcv_switch_relay_errors", p1["port_rcv_switch_relay_errors"], 0},
+		{"p2 port_xmit_discards (down)", p2["port_xmit_discards"], 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}

@@ -126,6 +126,13 @@ func (s *Switch) smaForwardOK(in, out int) bool {
 	return (st == mad.PortStateArmed || st == mad.PortStateActive) && a.PortState(out+1) == mad.PortStateActive
 }
 
+// smaOutActive reports whether port out may send data packets: Active
+// (always without an SMA). A packet refused for its output port's state
+// is that port's PortXmitDiscard; one refused for its input port's is not.
+func (s *Switch) smaOutActive(out int) bool {
+	return s.sma == nil || s.sma.agent.PortState(out+1) == mad.PortStateActive
+}
+
 // smaReceive takes a VL15 packet (LRH and VCRC already checked) if it is
 // addressed to this switch and reports whether it did.
 func (s *Switch) smaReceive(p *port, f *frame.Frame) bool {
@@ -219,6 +226,7 @@ func (s *Switch) smaHandle(in int, f *frame.Frame) {
 	op := &s.ports[out]
 	if !op.up || op.tx == nil {
 		st.stats.LinkDown++
+		op.c.XmitDiscards++
 		s.drop(op, -1, f, DropLinkDown)
 		return
 	}

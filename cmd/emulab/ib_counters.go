@@ -141,10 +141,13 @@ func switchPortCounters(out, errOut io.Writer, li *lab.LabInfo, sw *lab.Node, fl
 		PortSelect: uint8(num),
 		LinkDowned: m["link_down_events_phy"],
 		RcvErrors:  m["drop_malformed"],
-		// What the relay could not forward (no LFT entry, SL2VL to VL15,
-		// beyond the egress MTU), counted at the port it came in on.
-		RcvSwitchRelayErrors: m["drop_no_route"] + m["drop_vl15_drop"] + m["drop_mtu_exceeded"],
-		XmitDiscards:         m["drop_link_down"],
+		// IBA 16.1.3.5's, which the engine counts at the port the spec
+		// names: relay errors at the input port (no LFT entry, SL2VL to
+		// VL15), discards at the output port (not Active, beyond its
+		// MTU). The drop reasons count where a packet was dropped, an
+		// oversized one at its ingress, a link-down one at either end.
+		RcvSwitchRelayErrors: m["port_rcv_switch_relay_errors"],
+		XmitDiscards:         m["port_xmit_discards"],
 		XmitData:             m["port_xmit_data"],
 		RcvData:              m["port_rcv_data"],
 		XmitPkts:             m["port_xmit_packets"],

@@ -41,7 +41,7 @@ func TestIBCountersSwitch(t *testing.T) {
 			var req struct{ Op, Port string }
 			json.Unmarshal(line, &req)
 			asked <- req.Op + " " + req.Port
-			io.WriteString(c, `{"ok":true,"ports":[{"port":"p2","counters":{"rx_packets_phy":40,"tx_packets_phy":139,"port_rcv_packets":12,"port_xmit_packets":10,"port_xmit_data":1132,"port_rcv_data":77,"port_xmit_wait":5,"drop_no_route":1}}]}`+"\n")
+			io.WriteString(c, `{"ok":true,"ports":[{"port":"p2","counters":{"rx_packets_phy":40,"tx_packets_phy":139,"port_rcv_packets":12,"port_xmit_packets":10,"port_xmit_data":1132,"port_rcv_data":77,"port_xmit_wait":5,"drop_no_route":3,"port_rcv_switch_relay_errors":1,"drop_link_down":4,"port_xmit_discards":2}}]}`+"\n")
 			c.Close()
 		}
 	}()
@@ -54,7 +54,8 @@ func TestIBCountersSwitch(t *testing.T) {
 		t.Errorf("asked %q, want counters p2", a)
 	}
 	for _, want := range []string{" port 2 (CapMask: ", "\nPortXmitPkts:....................10\n", "\nPortRcvPkts:.....................12\n",
-		"\nPortXmitData:....................1132\n", "\nPortXmitWait:....................5\n", "\nPortRcvSwitchRelayErrors:........1\n"} {
+		"\nPortXmitData:....................1132\n", "\nPortXmitWait:....................5\n", "\nPortRcvSwitchRelayErrors:........1\n",
+		"\nPortXmitDiscards:................2\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
