@@ -60,7 +60,8 @@ const PerfMgtCapXmitWait = 0x1000
 // finding no credit until it leaves, summed over the VLs.
 const XmitWaitTick = clock.Microsecond
 
-// XmitWaitTicks is t in XmitWaitTicks, rounded down.
+// XmitWaitTicks is time t in PortXmitWait's ticks (XmitWaitTick), rounded
+// down; a negative t is none.
 func XmitWaitTicks(t clock.Time) uint64 { return uint64(max(t, 0) / XmitWaitTick) }
 
 type PortCountersFields struct {
