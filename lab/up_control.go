@@ -182,16 +182,21 @@ func dialControl(path string, timeout time.Duration) (net.Conn, error) {
 	return c, err
 }
 
+// linkStateReply is the link_state part of an emuswitch's status reply
+// (swd.LinkStateStatus; absent on a switch that does not route).
+type linkStateReply struct {
+	LinkState *struct {
+		Down         map[string][]string `json:"down"`
+		RoutedAround []string            `json:"routed_around"`
+		Mismatched   []string            `json:"mismatched"`
+	} `json:"link_state"`
+}
+
 // LinkStateView asks a RoCE switch which lab links its link-state
 // routing avoids, and which switches advertise another fabric than its
 // lab file's (both empty: none, or not a switch that routes).
 func LinkStateView(control string, timeout time.Duration) (routedAround, mismatched []string, err error) {
-	var r struct {
-		LinkState *struct {
-			RoutedAround []string `json:"routed_around"`
-			Mismatched   []string `json:"mismatched"`
-		} `json:"link_state"`
-	}
+	var r linkStateReply
 	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
 		return nil, nil, err
 	}

@@ -70,12 +70,7 @@ func routesWaiting(sws []*planNode) []string {
 	var first map[string][]string
 	var firstName string
 	for _, pn := range sws {
-		var r struct {
-			LinkState *struct {
-				Down         map[string][]string `json:"down"`
-				RoutedAround []string            `json:"routed_around"`
-			} `json:"link_state"`
-		}
+		var r linkStateReply
 		err := ControlRequest(pn.daemon.control, map[string]string{"op": "status"}, &r, time.Second)
 		switch {
 		case err != nil:

@@ -1,6 +1,7 @@
 package capqueue
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -49,8 +50,8 @@ func TestOfferNextDrain(t *testing.T) {
 	for _, x := range q.Drain() {
 		got = append(got, x.name)
 	}
-	if want := "d0 d1 c3 c4 d6"; join(got) != want {
-		t.Errorf("records %q, want %q", join(got), want)
+	if want := "d0 d1 c3 c4 d6"; strings.Join(got, " ") != want {
+		t.Errorf("records %q, want %q", strings.Join(got, " "), want)
 	}
 	if _, ok := q.Next(); ok {
 		t.Error("Next after Drain returned a record")
@@ -84,15 +85,4 @@ func TestWait(t *testing.T) {
 	if New(1, 1, at).Wait(nil, stop) {
 		t.Fatal("Wait: true with stop closed")
 	}
-}
-
-func join(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += " "
-		}
-		out += x
-	}
-	return out
 }
