@@ -200,6 +200,17 @@ func linkOptsYAML(o LinkOpts) string {
 
 // Spec parses the topology's lab file (named NAME.yaml in errors).
 func (t *Topo) Spec() (*Spec, error) {
+	if t.Traffic.Pattern != "" {
+		hosts := 0
+		for _, n := range t.nodes {
+			if n.kind == KindNIC {
+				hosts++
+			}
+		}
+		if hosts < 2 {
+			return nil, fmt.Errorf("traffic %s: needs at least two hosts; the topology has %d", t.Traffic.Pattern, hosts)
+		}
+	}
 	return Parse(t.Name+".yaml", t.YAML())
 }
 

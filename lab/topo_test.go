@@ -155,3 +155,16 @@ func TestTopoTrafficPriority(t *testing.T) {
 		}
 	}
 }
+
+// Traffic needs two hosts: one host's incast would be an empty sender
+// list, refused by the lab file's checks without saying why.
+func TestTopoTrafficOneHost(t *testing.T) {
+	tp, err := ParseTopo("one", "single,1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.Traffic = TopoTraffic{Pattern: "incast"}
+	if _, err := tp.Spec(); err == nil || !strings.Contains(err.Error(), "needs at least two hosts") {
+		t.Errorf("incast over one host: %v", err)
+	}
+}
