@@ -109,6 +109,6 @@ func (n *NIC) portCounters(portSelect uint8) *mad.PortCountersFields {
 		RcvData:     (p.RxBytesPhy - fcRx*link - 2*(p.RxPacketsPhy-fcRx)) / 4,
 		XmitPkts:    p.TxPacketsPhy - fc,
 		RcvPkts:     p.RxPacketsPhy - fcRx,
-		XmitWait:    mad.XmitWaitTicks(n.ibl.waitTotal), // ticks, not ib_credit_waits' events
+		XmitWait:    mad.XmitWaitTicks(n.ibl.xmitWait(n.clk.Now())), // ticks, not ib_credit_waits' events
 	}
 }

@@ -593,6 +593,10 @@ func TestIBPortXmitWaitTicks(t *testing.T) {
 	t0 := p.l.now
 	p.l.run(t0+50*clock.Microsecond, 1<<20, nil)
 	p.l.now = t0 + 50*clock.Microsecond // run stops at the last event before
+	// Read while the VL still waits: the wait so far, not 0.
+	if pc := n.portCounters(1); pc.XmitWait != 50 {
+		t.Errorf("PortXmitWait %d ticks during a 50 us wait, want 50", pc.XmitWait)
+	}
 	n.ibl.fcclKnown[0] = true
 	n.ibl.fccl[0] = wire.AddBlocks(n.ibl.fctbs[0], 100)
 	if !n.ibCredit(0, f) {

@@ -82,6 +82,19 @@ func (n *NIC) ibCredit(vl uint8, f *frame.Frame) bool {
 	return false
 }
 
+// xmitWait is PortXmitWait's time at now: the waits that ended, and the
+// time so far of those still going on (a VL stalled for good shows its
+// stall, not 0), as the switch reads its own (switchcore accrueIBWaits).
+func (l *ibLink) xmitWait(now clock.Time) clock.Time {
+	t := l.waitTotal
+	for vl, s := range l.stalled {
+		if s {
+			t += now - l.waitSince[vl]
+		}
+	}
+	return t
+}
+
 // ibSent accounts a data packet's blocks on its VL.
 func (n *NIC) ibSent(vl uint8, f *frame.Frame) {
 	n.ibl.fctbs[vl] = wire.AddBlocks(n.ibl.fctbs[vl], wire.CreditBlocks(len(f.Data)))

@@ -409,6 +409,21 @@ func (p *port) ibWaitEnded(vl int, now clock.Time) {
 	p.ibStallEnded(vl, now)
 }
 
+// accrueIBWaits adds the time the VLs still waiting for credit have waited
+// so far to PortXmitWait, and counts on from now: a counter read while a
+// VL is stalled for good shows the stall, not 0.
+func (p *port) accrueIBWaits(now clock.Time) {
+	ib := &p.ib
+	for vl := range ib.waiting {
+		if ib.waiting[vl] {
+			w := int64(now - ib.waitSince[vl])
+			p.c.Prio[vl].XmitWaitPs += w
+			p.c.PortXmitWaitPs += w
+			ib.waitSince[vl] = now
+		}
+	}
+}
+
 // countIBPacket counts a packet of n bytes on the wire in IBA's
 // PortCounters (pkts, data): link packets are not counted (IBA 16.1.3.5:
 // PortXmitPkts and PortRcvPkts count packets "excluding link packets",

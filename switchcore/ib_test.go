@@ -414,3 +414,23 @@ func TestIBDiscardsAtTheSpecsPort(t *testing.T) {
 		}
 	}
 }
+
+// A VL stalled for good shows its wait in PortXmitWait when read, not 0
+// until credit comes (it was added only when a wait ended).
+func TestIBXmitWaitWhileStalled(t *testing.T) {
+	s, clk, pool, _ := newIB(t, ibConfig(2))
+	deliver(s, clk, 1, fcPkt(pool, 0, 0, 10))
+	for range 5 {
+		deliver(s, clk, 0, ibPkt(pool, 0, 0, 2, ibLen))
+	}
+	clk.runUntil(10 * clock.Microsecond)
+	first := s.Counters(1).PortXmitWaitPs
+	if first <= 0 {
+		t.Fatalf("port_xmit_wait %d ps while VL 0 waits for credit, want > 0", first)
+	}
+	clk.runUntil(30 * clock.Microsecond)
+	c := s.Counters(1)
+	if c.PortXmitWaitPs < first+int64(19*clock.Microsecond) || c.Prio[0].XmitWaitPs != c.PortXmitWaitPs {
+		t.Errorf("port_xmit_wait %d ps, VL 0 %d, 20 us after %d: the wait was not counted on", c.PortXmitWaitPs, c.Prio[0].XmitWaitPs, first)
+	}
+}

@@ -333,6 +333,7 @@ func (s *Switch) Counters(port int) *PortCounters {
 	}
 	s.accrueGlobalPause(p, now)
 	s.accrueXoff(p, p.xoffPrios, now)
+	p.accrueIBWaits(now)
 	return &p.c
 }
 
