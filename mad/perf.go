@@ -74,9 +74,13 @@ type PortCountersFields struct {
 	RcvSwitchRelayErrors    uint64
 	XmitDiscards            uint64
 	VL15Dropped             uint64
-	XmitData, RcvData       uint64 // in 4-byte words
-	XmitPkts, RcvPkts       uint64
-	XmitWait                uint64 // in XmitWaitTicks
+	// ExcessiveBufferOverrun counts packets received beyond the credit
+	// the port granted (4 bits; IBA counts runs of such flow-control
+	// periods, the emulator each packet).
+	ExcessiveBufferOverrun uint64
+	XmitData, RcvData      uint64 // in 4-byte words
+	XmitPkts, RcvPkts      uint64
+	XmitWait               uint64 // in XmitWaitTicks
 }
 
 func sat(v uint64, bits uint) uint64 { return min(v, 1<<bits-1) }
@@ -92,6 +96,7 @@ func (b PortCounters) Encode(f *PortCountersFields) {
 	binary.BigEndian.PutUint16(b[10:], uint16(sat(f.RcvRemotePhysicalErrors, 16)))
 	binary.BigEndian.PutUint16(b[12:], uint16(sat(f.RcvSwitchRelayErrors, 16)))
 	binary.BigEndian.PutUint16(b[14:], uint16(sat(f.XmitDiscards, 16)))
+	b[19] = uint8(sat(f.ExcessiveBufferOverrun, 4)) // the low nibble; LocalLinkIntegrityErrors, the high, is 0
 	binary.BigEndian.PutUint16(b[22:], uint16(sat(f.VL15Dropped, 16)))
 	binary.BigEndian.PutUint32(b[24:], uint32(sat(f.XmitData, 32)))
 	binary.BigEndian.PutUint32(b[28:], uint32(sat(f.RcvData, 32)))
@@ -107,6 +112,7 @@ func (b PortCounters) Fields() PortCountersFields {
 	return PortCountersFields{
 		PortSelect: b[1], SymbolErrors: u16(4), LinkErrorRecovery: uint64(b[6]), LinkDowned: uint64(b[7]),
 		RcvErrors: u16(8), RcvRemotePhysicalErrors: u16(10), RcvSwitchRelayErrors: u16(12), XmitDiscards: u16(14),
-		VL15Dropped: u16(22), XmitData: u32(24), RcvData: u32(28), XmitPkts: u32(32), RcvPkts: u32(36), XmitWait: u32(40),
+		ExcessiveBufferOverrun: uint64(b[19] & 0x0F),
+		VL15Dropped:            u16(22), XmitData: u32(24), RcvData: u32(28), XmitPkts: u32(32), RcvPkts: u32(36), XmitWait: u32(40),
 	}
 }

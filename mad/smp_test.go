@@ -279,3 +279,26 @@ func TestLinkRates(t *testing.T) {
 		t.Fatalf("PortInfo of a 100G port: %+v", pi.Fields())
 	}
 }
+
+// PortCounters puts every field at IBA 16.1.3.5's offset, saturating at
+// its width, and reads them back.
+func TestPortCountersLayout(t *testing.T) {
+	f := mad.PortCountersFields{PortSelect: 3, SymbolErrors: 1 << 20, LinkErrorRecovery: 2, LinkDowned: 4,
+		RcvErrors: 5, RcvSwitchRelayErrors: 6, XmitDiscards: 7, ExcessiveBufferOverrun: 99, VL15Dropped: 8,
+		XmitData: 9, RcvData: 10, XmitPkts: 11, RcvPkts: 12, XmitWait: 13}
+	b := make(mad.PortCounters, mad.PortCountersSize)
+	b.Encode(&f)
+	for _, c := range []struct {
+		off  int
+		want byte
+	}{{1, 3}, {4, 0xff}, {5, 0xff}, {6, 2}, {7, 4}, {9, 5}, {13, 6}, {15, 7}, {19, 0x0f}, {23, 8}, {27, 9}, {31, 10}, {35, 11}, {39, 12}, {43, 13}} {
+		if b[c.off] != c.want {
+			t.Errorf("byte %d = 0x%02x, want 0x%02x", c.off, b[c.off], c.want)
+		}
+	}
+	want := f
+	want.SymbolErrors, want.ExcessiveBufferOverrun = 0xffff, 15 // saturated
+	if got := b.Fields(); got != want {
+		t.Errorf("round trip\n got %+v\nwant %+v", got, want)
+	}
+}

@@ -105,10 +105,12 @@ func (n *NIC) portCounters(portSelect uint8) *mad.PortCountersFields {
 		LinkDowned:  n.cnt[LinkDowned],
 		RcvErrors:   n.cnt[RxICRCErr] + n.cnt[IBVCRCErr] + n.cnt[RxMalformed] + n.cnt[IBVLErr],
 		VL15Dropped: n.cnt[IBVL15Dropped],
-		XmitData:    (p.TxBytesPhy - fc*link - 2*(p.TxPacketsPhy-fc)) / 4,
-		RcvData:     (p.RxBytesPhy - fcRx*link - 2*(p.RxPacketsPhy-fcRx)) / 4,
-		XmitPkts:    p.TxPacketsPhy - fc,
-		RcvPkts:     p.RxPacketsPhy - fcRx,
-		XmitWait:    mad.XmitWaitTicks(n.ibl.xmitWait(n.clk.Now())), // ticks, not ib_credit_waits' events
+		// Data beyond the credit this HCA granted (ib_credit_overrun).
+		ExcessiveBufferOverrun: n.cnt[IBCreditOverrun],
+		XmitData:               (p.TxBytesPhy - fc*link - 2*(p.TxPacketsPhy-fc)) / 4,
+		RcvData:                (p.RxBytesPhy - fcRx*link - 2*(p.RxPacketsPhy-fcRx)) / 4,
+		XmitPkts:               p.TxPacketsPhy - fc,
+		RcvPkts:                p.RxPacketsPhy - fcRx,
+		XmitWait:               mad.XmitWaitTicks(n.ibl.xmitWait(n.clk.Now())), // ticks, not ib_credit_waits' events
 	}
 }

@@ -153,6 +153,8 @@ func switchPortCounters(out, errOut io.Writer, li *lab.LabInfo, sw *lab.Node, fl
 		XmitPkts:             m["port_xmit_packets"],
 		RcvPkts:              m["port_rcv_packets"],
 		XmitWait:             m["port_xmit_wait"],
+		// Packets the peer sent beyond the credit this port granted.
+		ExcessiveBufferOverrun: m["excessive_buffer_overrun_errors"],
 	})
 	return nil
 }
@@ -176,7 +178,7 @@ func writePerfQuery(w io.Writer, lid uint16, pc *mad.PortCountersFields) {
 		{"PortRcvErrors", pc.RcvErrors}, {"PortRcvRemotePhysicalErrors", pc.RcvRemotePhysicalErrors},
 		{"PortRcvSwitchRelayErrors", pc.RcvSwitchRelayErrors}, {"PortXmitDiscards", pc.XmitDiscards},
 		{"PortXmitConstraintErrors", 0}, {"PortRcvConstraintErrors", 0}, {"CounterSelect2", 0},
-		{"LocalLinkIntegrityErrors", 0}, {"ExcessiveBufferOverrunErrors", 0},
+		{"LocalLinkIntegrityErrors", 0}, {"ExcessiveBufferOverrunErrors", pc.ExcessiveBufferOverrun},
 		{"VL15Dropped", pc.VL15Dropped}, {"PortXmitData", pc.XmitData}, {"PortRcvData", pc.RcvData},
 		{"PortXmitPkts", pc.XmitPkts}, {"PortRcvPkts", pc.RcvPkts}, {"PortXmitWait", pc.XmitWait},
 	} {
