@@ -529,3 +529,24 @@ func TestGoneHint(t *testing.T) {
 		t.Error("other errors changed")
 	}
 }
+
+// A latency test's JSON has no CQ_Moderation, as perftest's; a bandwidth
+// test's has it.
+func TestPerfJSONCQModeration(t *testing.T) {
+	mod := 100
+	for _, c := range []struct {
+		info perfJSONInfo
+		want bool
+	}{
+		{perfJSONInfo{Test: "RDMA_Write Latency Test"}, false},
+		{perfJSONInfo{Test: "RDMA_Write BW Test", CQModeration: &mod}, true},
+	} {
+		var b bytes.Buffer
+		if err := writePerfJSON(&b, c.info, []any{bwResultJSON(bwRow{Size: 2, Iters: 1}, false)}); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(b.String(), `"CQ_Moderation"`); got != c.want {
+			t.Errorf("%s: CQ_Moderation present %v, want %v\n%s", c.info.Test, got, c.want, b.String())
+		}
+	}
+}

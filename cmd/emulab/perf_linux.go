@@ -211,7 +211,7 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	oc, runErr := perfMeasure(out, plan, conns)
 	if plan.outJSON != "" && (len(oc.bw) > 0 || len(oc.lat) > 0) {
 		info := perfJSONInfo{Test: plan.test.title(), Device: "emu_" + status.Port, NumberOfQPs: plan.qps,
-			ConnectionType: "RC", TXDepth: plan.depth, CQModeration: plan.cqMod, Mtu: mtu, LinkType: b.linkType(),
+			ConnectionType: "RC", TXDepth: plan.depth, Mtu: mtu, LinkType: b.linkType(),
 			DataExMethod: "emunic control sockets", Src: src.Lab + "/" + src.Node, Dst: dst.Lab + "/" + dst.Node}
 		if plan.dilation > 1 {
 			info.TimeDilation = plan.dilation
@@ -224,6 +224,7 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			results = append(results, latResultJSON(s, plan.duration > 0))
 		}
 		if !plan.test.lat {
+			info.CQModeration = &plan.cqMod
 			info.BWUnit = "MiB/sec"
 			if plan.gbits {
 				info.BWUnit = "Gb/sec"

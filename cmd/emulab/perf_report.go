@@ -323,10 +323,12 @@ type perfJSONInfo struct {
 	NumberOfQPs    int    `json:"Number_of_qps"`
 	ConnectionType string `json:"Connection_type"`
 	TXDepth        int    `json:"TX_depth"`
-	CQModeration   int    `json:"CQ_Moderation"`
-	Mtu            int    `json:"Mtu"`
-	LinkType       string `json:"Link_type"`
-	DataExMethod   string `json:"Data_ex_method"`
+	// CQModeration is the bandwidth tests' only: perftest writes no
+	// CQ_Moderation for a latency test, which polls every completion.
+	CQModeration *int   `json:"CQ_Moderation,omitempty"`
+	Mtu          int    `json:"Mtu"`
+	LinkType     string `json:"Link_type"`
+	DataExMethod string `json:"Data_ex_method"`
 	// BWUnit is the unit of BW_peak and BW_average (the table's).
 	BWUnit string `json:"BW_unit,omitempty"`
 	Src    string `json:"src"`
