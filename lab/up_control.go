@@ -94,11 +94,31 @@ func SwitchPortLink(adminUp, connected, up, peerDown, peerSilent bool) string {
 	return "down"
 }
 
+// DaemonView is what a daemon's status says of its ports, and, for a
+// RoCE switch, of its link-state routing.
+type DaemonView struct {
+	Ports []DaemonPort
+	// RoutedAround: the lab links the switch's routes avoid; Mismatched:
+	// the switches whose advertisements describe another fabric.
+	RoutedAround, Mismatched []string
+}
+
 // DaemonPorts asks a daemon for its ports' state with {"op":"status"}.
 // emuswitch answers with a "ports" list, emunic with its one port in
 // "status".
 func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
+	v, err := QueryDaemonView(control, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return v.Ports, nil
+}
+
+// QueryDaemonView asks a daemon for its status once: its ports and, on a
+// RoCE switch, its link-state routing.
+func QueryDaemonView(control string, timeout time.Duration) (*DaemonView, error) {
 	var r struct {
+		linkStateReply
 		Ports []struct {
 			Port       string  `json:"port"`
 			Transport  string  `json:"transport"`
@@ -130,6 +150,10 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
 		return nil, err
 	}
+	v := &DaemonView{}
+	if ls := r.LinkState; ls != nil {
+		v.RoutedAround, v.Mismatched = ls.RoutedAround, ls.Mismatched
+	}
 	var out []DaemonPort
 	for _, p := range r.Ports {
 		st := SwitchPortLink(p.AdminUp == nil || *p.AdminUp, p.Connected, p.Up, p.PeerDown, p.PeerSilent)
@@ -150,7 +174,8 @@ func DaemonPorts(control string, timeout time.Duration) ([]DaemonPort, error) {
 		}
 		out = append(out, DaemonPort{Port: r.Status.Port, Transport: r.Status.Transport, Link: st, Wire: wire})
 	}
-	return out, nil
+	v.Ports = out
+	return v, nil
 }
 
 // wireWords describes a wire as `link set` takes it.
@@ -190,18 +215,4 @@ type linkStateReply struct {
 		RoutedAround []string            `json:"routed_around"`
 		Mismatched   []string            `json:"mismatched"`
 	} `json:"link_state"`
-}
-
-// LinkStateView asks a RoCE switch which lab links its link-state
-// routing avoids, and which switches advertise another fabric than its
-// lab file's (both empty: none, or not a switch that routes).
-func LinkStateView(control string, timeout time.Duration) (routedAround, mismatched []string, err error) {
-	var r linkStateReply
-	if err := ControlRequest(control, map[string]string{"op": "status"}, &r, timeout); err != nil {
-		return nil, nil, err
-	}
-	if r.LinkState == nil {
-		return nil, nil, nil
-	}
-	return r.LinkState.RoutedAround, r.LinkState.Mismatched, nil
 }

@@ -170,7 +170,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 	}
 	tw.Flush()
 
-	var unreachable []string
+	var unreachable, routing []string
 	if st.Info != nil {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  PORT\tPEER\tLINK\tWIRE\tTRANSPORT")
@@ -178,11 +178,19 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 			if n.Control == "" {
 				continue
 			}
-			ports, err := lab.DaemonPorts(n.Control, statusControlTimeout)
+			view, err := lab.QueryDaemonView(n.Control, statusControlTimeout)
 			if err != nil {
 				unreachable = append(unreachable, fmt.Sprintf("  %s: no answer from its control socket: %v", n.Name, err))
 				continue
 			}
+			// Link-state routing (RoCE), said after the table.
+			if len(view.RoutedAround) > 0 {
+				routing = append(routing, fmt.Sprintf("  %s routes around: %s", n.Name, strings.Join(view.RoutedAround, " ")))
+			}
+			if len(view.Mismatched) > 0 {
+				routing = append(routing, fmt.Sprintf("  %s: the lab files of %s describe another fabric: routes may disagree", n.Name, strings.Join(view.Mismatched, ", ")))
+			}
+			ports := view.Ports
 			peer := map[string]string{}
 			for _, p := range n.Ports {
 				peer[p.Name] = p.Peer
@@ -196,18 +204,8 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 			}
 		}
 		tw.Flush()
-		for _, n := range st.Info.Nodes {
-			if n.Kind != lab.KindSwitch || n.Control == "" {
-				continue
-			}
-			// Link-state routing (RoCE): links a switch's routes avoid.
-			cut, other, err := lab.LinkStateView(n.Control, statusControlTimeout)
-			if err == nil && len(cut) > 0 {
-				fmt.Fprintf(w, "  %s routes around: %s\n", n.Name, strings.Join(cut, " "))
-			}
-			if err == nil && len(other) > 0 {
-				fmt.Fprintf(w, "  %s: the lab files of %s describe another fabric: routes may disagree\n", n.Name, strings.Join(other, ", "))
-			}
+		for _, r := range routing {
+			fmt.Fprintln(w, r)
 		}
 		for _, u := range unreachable {
 			fmt.Fprintln(w, u)
