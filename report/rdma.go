@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/sim"
 )
 
@@ -33,9 +34,9 @@ func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 	}
 	fmt.Fprintf(ew, "\nRDMA flows (per QP when a flow has several)\n")
 	t := &Table{
-		Header: []string{"flow", "op", "src", "dst", "prio", "QP", "msgs done/posted", "bytes", "throughput", "FCT", "msg FCT p50", "msg FCT p99",
+		Header: []string{"flow", "op", "src", "dst", "prio", "QP", "msgs done/posted", "bytes", "throughput", "goodput over run", "FCT", "msg FCT p50", "msg FCT p99",
 			"CNPs sent", "CNPs handled", "retransmitted", "timeouts", "final rate"},
-		Right: []bool{false, false, false, false, true, false, true, true, true, true, true, true, true, true, true, true, true},
+		Right: []bool{false, false, false, false, true, false, true, true, true, true, true, true, true, true, true, true, true, true},
 	}
 	rows := 0
 	for _, f := range r.RDMA {
@@ -55,7 +56,7 @@ func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 			rate = Gbps(float64(f.QPs[0].FinalRate))
 		}
 		t.Add(f.Name, f.Op, f.Src, f.Dst, strconv.Itoa(f.Priority), qp, fmt.Sprintf("%d/%d", f.Completed, f.Posted),
-			Bytes(f.Bytes), Gbps(f.Throughput), timeOrDash(f.FCT), timeOrDash(f.Msg.P50), timeOrDash(f.Msg.P99),
+			Bytes(f.Bytes), Gbps(f.Throughput), Gbps(goodput(f.Bytes, r.End)), timeOrDash(f.FCT), timeOrDash(f.Msg.P50), timeOrDash(f.Msg.P99),
 			u(f.CNPsSent), u(f.CNPHandled), u(f.Retransmit), u(timeouts), rate)
 		rows++
 		if len(f.QPs) == 1 {
@@ -66,7 +67,7 @@ func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 				break
 			}
 			t.Add("  "+f.Name, "", "", "", "", fmt.Sprintf("0x%x", q.SrcQPN), fmt.Sprintf("%d/%d", q.Completed, q.Posted),
-				Bytes(q.Bytes), Gbps(q.Throughput), timeOrDash(q.FCT), timeOrDash(q.Msg.P50), timeOrDash(q.Msg.P99),
+				Bytes(q.Bytes), Gbps(q.Throughput), Gbps(goodput(q.Bytes, r.End)), timeOrDash(q.FCT), timeOrDash(q.Msg.P50), timeOrDash(q.Msg.P99),
 				u(q.CNPsSent), u(q.CNPHandled), u(q.Retransmitted), u(q.Timeouts), Gbps(float64(q.FinalRate)))
 			rows++
 		}
@@ -75,6 +76,7 @@ func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 	if rows >= MaxRows {
 		fmt.Fprintf(ew, "(the first %d rows; -o DIR writes every QP to rdma_qps.csv)\n", MaxRows)
 	}
+	fmt.Fprintf(ew, "(throughput: completed bytes / (last completion - first post); goodput over run: completed bytes / the whole %v)\n", r.End)
 	for _, f := range r.RDMA {
 		for _, q := range f.QPs {
 			if q.FirstError != "" {
@@ -138,13 +140,13 @@ func ibNICSummary(ew io.Writer, r *sim.Results) {
 // rdmaQPsCSV is one row per QP of every RDMA flow.
 func rdmaQPsCSV(r *sim.Results) ([]byte, error) {
 	rows := [][]string{{"flow", "op", "src", "dst", "priority", "message_bytes", "src_qpn", "dst_qpn", "posted", "completed", "failed", "first_error",
-		"bytes", "first_post_us", "last_completion_us", "fct_us", "throughput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us",
+		"bytes", "first_post_us", "last_completion_us", "fct_us", "throughput_gbps", "goodput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us",
 		"cnps_sent", "cnps_handled", "cnps_ignored", "retransmitted_packets", "timeouts", "seq_naks", "rnr_naks", "final_rate_gbps"}}
 	for _, f := range r.RDMA {
 		for _, q := range f.QPs {
 			rows = append(rows, []string{f.Name, f.Op, f.Src, f.Dst, strconv.Itoa(f.Priority), strconv.Itoa(f.Size),
 				u(uint64(q.SrcQPN)), u(uint64(q.DstQPN)), strconv.Itoa(q.Posted), strconv.Itoa(q.Completed), strconv.Itoa(q.Failed), q.FirstError,
-				u(q.Bytes), us(q.FirstPost), usSet(q.LastCompletion), usSet(q.FCT), ff(q.Throughput / 1e9),
+				u(q.Bytes), us(q.FirstPost), usSet(q.LastCompletion), usSet(q.FCT), ff(q.Throughput / 1e9), ff(goodput(q.Bytes, r.End) / 1e9),
 				msgFCTs(q.Msg)[0], msgFCTs(q.Msg)[1], msgFCTs(q.Msg)[2], msgFCTs(q.Msg)[3],
 				u(q.CNPsSent), u(q.CNPHandled), u(q.CNPIgnored), u(q.Retransmitted), u(q.Timeouts), u(q.SeqNAKs), u(q.RNRNAKs), ff(float64(q.FinalRate) / 1e9)})
 		}
@@ -176,4 +178,14 @@ func nicCountersCSV(r *sim.Results) ([]byte, error) {
 		}
 	}
 	return writeCSV(rows)
+}
+
+// goodput is completed bytes per second over the whole run, as the Flows
+// table's: a flow stuck for most of the run (a deadlock) shows it, where
+// its throughput, measured to its last completion, does not.
+func goodput(bytes uint64, end clock.Time) float64 {
+	if end <= 0 {
+		return 0
+	}
+	return float64(bytes) * 8 / end.Seconds()
 }
