@@ -47,6 +47,10 @@ func (d *Daemon) enableLinkState() {
 	// per switch, and counted.
 	ours := d.spec.TopologyDigest()
 	d.sw.SetLinkStateTopology(ours, func(origin string, theirs uint64) {
+		if theirs == ours {
+			d.log.Printf("link-state routing: %s's lab file describes this fabric again (topology digest %016x)", origin, ours)
+			return
+		}
 		d.log.Printf("link-state routing: %s's lab file describes another fabric than %s (topology digest %016x, ours %016x): routes may disagree; run every switch with the same lab file",
 			origin, d.opts.Lab, theirs, ours)
 	})

@@ -93,7 +93,8 @@ const maxEpoch = ^uint64(0) - 1
 // advertisement of another switch whose digest differs (its lab file is
 // not this one's: their routes will disagree) is counted
 // (link_state_mismatch) and onMismatch is told of that origin when its
-// newest advertisement starts to differ. After EnableLinkState.
+// newest advertisement starts to differ, and again, with theirs equal to
+// digest, when it agrees again. After EnableLinkState.
 func (s *Switch) SetLinkStateTopology(digest uint64, onMismatch func(origin string, theirs uint64)) {
 	if s.ls == nil {
 		return
@@ -118,7 +119,12 @@ func (s *Switch) LinkStateMismatched() []string {
 func (s *Switch) noteTopology(origin string, differs bool) {
 	ls := s.ls
 	if !differs {
-		delete(ls.mismatched, origin)
+		if ls.mismatched[origin] {
+			delete(ls.mismatched, origin)
+			if ls.onMismatch != nil {
+				ls.onMismatch(origin, ls.topology) // theirs is ours again
+			}
+		}
 		return
 	}
 	if ls.mismatched[origin] {
