@@ -53,8 +53,8 @@ type LinkOpts struct {
 //	random      every host, each message to a random other host
 //
 // as RDMA WRITE flows of Size messages (default 64KiB) on Priority (nil:
-// the lab file's default, 3), offered at Load of the link rate (0: back to
-// back). Priority is a pointer because 0 is a priority (the lossy class
+// the lab file's default, 3), each sender offering Load of its link rate
+// (0: back to back; all_to_all shares it out over the sender's flows). Priority is a pointer because 0 is a priority (the lossy class
 // of most fabrics), which a zero meaning "default" could not express.
 type TopoTraffic struct {
 	Pattern  string
@@ -175,10 +175,20 @@ func (t *Topo) trafficYAML() string {
 	if tr.Priority != nil {
 		e += ", priority: " + strconv.Itoa(*tr.Priority)
 	}
+	comment := ""
 	if tr.Load > 0 {
-		e += ", load: " + strconv.FormatFloat(tr.Load, 'g', -1, 64)
+		// Load is per sender; all_to_all gives each sender one flow per
+		// other host, each its own Poisson source at the flow's load, so
+		// each flow offers the sender's load shared out over them: 0.3
+		// written on each of 15 flows offered 4.5 times the link rate.
+		load := strconv.FormatFloat(tr.Load, 'g', -1, 64)
+		if tr.Pattern == "all_to_all" && len(hosts) > 1 {
+			load = strconv.FormatFloat(tr.Load/float64(len(hosts)-1), 'g', 6, 64)
+			comment = fmt.Sprintf(" # load %g per sender over its %d flows", tr.Load, len(hosts)-1)
+		}
+		e += ", load: " + load
 	}
-	return "traffic:\n  - {" + e + "}\n"
+	return "traffic:\n  - {" + e + "}" + comment + "\n"
 }
 
 func linkOptsYAML(o LinkOpts) string {

@@ -168,3 +168,31 @@ func TestTopoTrafficOneHost(t *testing.T) {
 		t.Errorf("incast over one host: %v", err)
 	}
 }
+
+// --load is per sender: all_to_all, whose senders have one flow per other
+// host, shares it out over those flows (each flow was given the whole
+// load, so 0.3 over 16 hosts offered 4.5 times the link rate and the run
+// matched back-to-back sending). The other patterns have one flow per
+// sender, which takes the load as it is.
+func TestTopoTrafficLoadPerSender(t *testing.T) {
+	for pattern, want := range map[string]float64{"all_to_all": 0.6, "incast": 0.6, "pairs": 0.6, "random": 0.6} {
+		tp, err := ParseTopo("tr", "single,4")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.Traffic = TopoTraffic{Pattern: pattern, Load: 0.6}
+		s, err := tp.Spec()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", pattern, err, tp.YAML())
+		}
+		per := map[string]float64{}
+		for _, f := range s.Traffic {
+			per[f.Src.Name] += f.Load
+		}
+		for src, l := range per {
+			if l < want-1e-6 || l > want+1e-6 {
+				t.Errorf("%s: %s offers %g of its link rate over its flows, want %g\n%s", pattern, src, l, want, tp.YAML())
+			}
+		}
+	}
+}
