@@ -220,6 +220,11 @@ func (t *Topo) Spec() (*Spec, error) {
 		if hosts < 2 {
 			return nil, fmt.Errorf("traffic %s: needs at least two hosts; the topology has %d", t.Traffic.Pattern, hosts)
 		}
+		// The file gets a load only when it is above 0 (0 is back to
+		// back), so a negative one would be dropped unseen, not refused.
+		if l := t.Traffic.Load; l < 0 || l > 1 {
+			return nil, fmt.Errorf("traffic %s: load %g: a fraction of the link rate, above 0 and at most 1 (0: back to back)", t.Traffic.Pattern, l)
+		}
 	}
 	return Parse(t.Name+".yaml", t.YAML())
 }

@@ -196,3 +196,18 @@ func TestTopoTrafficLoadPerSender(t *testing.T) {
 		}
 	}
 }
+
+// A load out of (0, 1] is refused: a negative one was left out of the
+// file, so the run sent back to back without a word.
+func TestTopoTrafficLoadRange(t *testing.T) {
+	for _, l := range []float64{-1, -0.3, 1.5} {
+		tp, err := ParseTopo("tr", "single,2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp.Traffic = TopoTraffic{Pattern: "pairs", Load: l}
+		if _, err := tp.Spec(); err == nil || !strings.Contains(err.Error(), "at most 1") {
+			t.Errorf("load %g: error %v, want one saying the range\n%s", l, err, tp.YAML())
+		}
+	}
+}
