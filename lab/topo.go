@@ -26,7 +26,8 @@ type Topo struct {
 	Name     string
 	Defaults LinkOpts
 	// Lossless, when not nil, makes these priorities lossless (PFC) on
-	// every switch: qos.PORT_QOS_MAP.pfc_enable.
+	// every switch: qos.PORT_QOS_MAP.pfc_enable; empty makes every
+	// priority lossy. nil leaves the switches' built-in 3,4.
 	Lossless []int
 	// Traffic, when its Pattern is set, adds one traffic entry over all
 	// the hosts (the simulator runs it).

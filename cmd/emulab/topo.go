@@ -58,12 +58,17 @@ The file is checked as up and sim check it before it is written.`,
 			t.Defaults = lab.LinkOpts{Rate: rate, Delay: delay, MTU: mtu}
 			t.Traffic = traffic
 			t.Traffic.Priority = &priority
-			if lossless != "" {
+			// Without the flag the file leaves pfc_enable to the switches'
+			// built-in 3,4, so priority 3 is lossless either way; "none"
+			// writes an empty pfc_enable, the lossy fabric to compare with.
+			if lossless == "none" {
+				t.Lossless = []int{}
+			} else if lossless != "" {
 				t.Lossless = []int{}
 				for _, p := range strings.Split(lossless, ",") {
 					n, err := strconv.Atoi(strings.TrimSpace(p))
 					if err != nil || n < 0 || n > 7 || slices.Contains(t.Lossless, n) {
-						return &exitError{code: exitBadLabFile, err: fmt.Errorf("--lossless %q: priorities 0 to 7, comma-separated, each once", lossless)}
+						return &exitError{code: exitBadLabFile, err: fmt.Errorf("--lossless %q: priorities 0 to 7, comma-separated, each once, or none", lossless)}
 					}
 					t.Lossless = append(t.Lossless, n)
 				}
@@ -82,7 +87,7 @@ The file is checked as up and sim check it before it is written.`,
 	cmd.Flags().StringVar(&rate, "rate", "100G", "every link's rate")
 	cmd.Flags().StringVar(&delay, "delay", "1us", "every link's propagation delay")
 	cmd.Flags().IntVar(&mtu, "mtu", 4200, "every link's MTU (4200 carries a 4096-byte RDMA payload)")
-	cmd.Flags().StringVar(&lossless, "lossless", "", "priorities made lossless (PFC) on every switch, e.g. 3")
+	cmd.Flags().StringVar(&lossless, "lossless", "", "priorities made lossless (PFC) on every switch, e.g. 3, or none (default: the switches' built-in 3,4)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the file here (default: standard output)")
 	cmd.Flags().StringVar(&traffic.Pattern, "traffic", "", "add RDMA WRITE traffic over every host: incast, pairs, all_to_all or random")
 	cmd.Flags().StringVar(&traffic.Size, "size", "64KiB", "--traffic: the message size")
