@@ -30,7 +30,10 @@ arguments are positional or key=value:
                            spine1..spineS, H hosts per leaf (default 2)
 
 Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order, at most
-256. --traffic adds RDMA WRITE traffic over every host, which sim runs:
+256. --traffic adds raw RDMA WRITE flows over every host, which sim runs (RoCE
+packets with real PSNs at the link's rate or --load, no NIC: nothing acknowledges them or
+reacts to ECN; for NICs with DCQCN, edit the entry into an RDMA flow with op:
+write, as docs/lab-file.md shows):
 
   incast      every other host writes to h1
   pairs       the first half of the hosts to the second (h1 to the first of
@@ -89,7 +92,7 @@ The file is checked as up and sim check it before it is written.`,
 	cmd.Flags().IntVar(&mtu, "mtu", 4200, "every link's MTU (4200 carries a 4096-byte RDMA payload)")
 	cmd.Flags().StringVar(&lossless, "lossless", "", "priorities made lossless (PFC) on every switch, e.g. 3, or none (default: the switches' built-in 3,4)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the file here (default: standard output)")
-	cmd.Flags().StringVar(&traffic.Pattern, "traffic", "", "add RDMA WRITE traffic over every host: incast, pairs, all_to_all or random")
+	cmd.Flags().StringVar(&traffic.Pattern, "traffic", "", "add raw RDMA WRITE flows over every host: incast, pairs, all_to_all or random")
 	cmd.Flags().StringVar(&traffic.Size, "size", "64KiB", "--traffic: the message size")
 	cmd.Flags().IntVar(&priority, "priority", 3, "--traffic: the priority the messages are sent on")
 	cmd.Flags().Float64Var(&traffic.Load, "load", 0, "--traffic: offered load per sender as a fraction of its link rate, Poisson arrivals (0: back to back)")
