@@ -2,8 +2,6 @@ package nicd
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -71,31 +69,20 @@ func TestCaptureStatsCountEveryDrop(t *testing.T) {
 	if err := d[0].writeCapture(&buf, strings.NewReader(""), s); err != nil {
 		t.Fatal(err)
 	}
-	r, err := capture.Open(&buf)
+	recs, stats, err := capture.ReadAll(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec capture.Record
-	n := int64(0)
-	for {
-		err := r.Next(&rec)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 && rec.Comment != "rx; 2 frames before this one not captured (slow reader)" {
-			t.Errorf("record comment %q", rec.Comment)
-		}
-		n++
+	n := int64(len(recs))
+	if n > 0 && recs[0].Comment != "rx; 2 frames before this one not captured (slow reader)" {
+		t.Errorf("record comment %q", recs[0].Comment)
 	}
 	cnt, err := dial(t, ctl[0]).Counters()
 	if err != nil {
 		t.Fatal(err)
 	}
 	drops := int64(cnt.Ports[0].Counters["capture_drop"])
-	st, ok := r.InterfaceStats()[0]
+	st, ok := stats[0]
 	if !ok || drops != 5 || st.Drop != drops || st.Recv != n+1+st.Drop {
 		t.Errorf("statistics %+v (present %v), capture_drop %d: want isb_ifdrop 5 = capture_drop, isb_ifrecv %d", st, ok, drops, n+1+5)
 	}
@@ -176,13 +163,12 @@ func TestCaptureKeepsPFCWhenBehind(t *testing.T) {
 	if err := d[0].writeCapture(&buf, strings.NewReader(""), s); err != nil {
 		t.Fatal(err)
 	}
-	r, err := capture.Open(&buf)
+	recs, _, err := capture.ReadAll(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lens []int
-	var rec capture.Record
-	for r.Next(&rec) == nil {
+	for _, rec := range recs {
 		lens = append(lens, len(rec.Data))
 	}
 	if len(lens) != 2 || lens[1] != wire.MACControlFrameSize {

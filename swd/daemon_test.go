@@ -893,13 +893,12 @@ func TestFinishCaptureMergesByTime(t *testing.T) {
 // comments in order.
 func captureComments(t *testing.T, b *bytes.Buffer) []string {
 	t.Helper()
-	r, err := capture.Open(b)
+	recs, _, err := capture.ReadAll(b)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
-	var rec capture.Record
-	for r.Next(&rec) == nil {
+	for _, rec := range recs {
 		got = append(got, rec.Comment)
 	}
 	return got

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"os"
@@ -112,23 +111,14 @@ func TestLiveCaptureCountsEveryDrop(t *testing.T) {
 				t.Errorf("%d packets written, %d missed; want %d and 10 (the daemons' drops)", n, missed, tc.want)
 			}
 			data := out.Bytes()
-			r, err := capture.Open(bytes.NewReader(data))
+			recs, st, err := capture.ReadAll(bytes.NewReader(data))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var rec capture.Record
 			per := map[int]int64{}
-			for {
-				err := r.Next(&rec)
-				if errors.Is(err, io.EOF) {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+			for _, rec := range recs {
 				per[rec.Interface]++
 			}
-			st := r.InterfaceStats()
 			for id, drop := range []int64{5, 4, 1} {
 				s, ok := st[id]
 				if !ok || s.Drop != drop || s.Delivered != per[id] || s.Start.IsZero() {

@@ -107,3 +107,21 @@ func TestCapinfosInterfaceStats(t *testing.T) {
 		t.Errorf("tshark: %v", rows)
 	}
 }
+
+// ReadAll returns every record, each with its own bytes, and the
+// statistics blocks at the end.
+func TestReadAll(t *testing.T) {
+	recs, st, err := capture.ReadAll(bytes.NewReader(isbFile(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 || recs[0].Comment != "rx" || recs[1].Comment != "tx" || len(st) != 2 {
+		t.Fatalf("records %d (%v), statistics %v", len(recs), recs, st)
+	}
+	if &recs[0].Data[0] == &recs[1].Data[0] {
+		t.Error("records share their Data")
+	}
+	if _, _, err := capture.ReadAll(bytes.NewReader([]byte{1, 2})); err == nil {
+		t.Error("a two-byte stream read without an error")
+	}
+}

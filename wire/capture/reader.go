@@ -1,7 +1,9 @@
 package capture
 
 import (
+	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math/bits"
 	"time"
@@ -433,3 +435,28 @@ type shortReadError struct{ e *wire.Error }
 
 func (s shortReadError) Error() string   { return s.e.Error() }
 func (s shortReadError) Unwrap() []error { return []error{s.e, io.ErrUnexpectedEOF} }
+
+// ReadAll reads a whole stream: every record (Data and Raw copied, so
+// each stays valid) and, for pcapng, the statistics of each interface
+// (InterfaceStats at the end). For a capture read after it ended, as a
+// live capture's client or a test does.
+func ReadAll(src io.Reader) ([]Record, map[int]InterfaceStats, error) {
+	r, err := Open(src)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Record
+	for {
+		var rec Record
+		err := r.Next(&rec)
+		if errors.Is(err, io.EOF) {
+			return out, r.InterfaceStats(), nil
+		}
+		if err != nil {
+			return out, r.InterfaceStats(), err
+		}
+		rec.Data = bytes.Clone(rec.Data)
+		rec.Raw = bytes.Clone(rec.Raw)
+		out = append(out, rec)
+	}
+}
