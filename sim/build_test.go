@@ -237,14 +237,7 @@ sim: {duration: 200us, sample_interval: 5us}
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Build(spec, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := s.Run(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, r := buildAndRun(t, spec)
 	starved := 0
 	for _, q := range r.Series.Queues {
 		if q.Prio != 0 {
