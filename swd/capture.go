@@ -254,6 +254,10 @@ func (d *Daemon) trace(ev switchcore.TraceEvent) {
 			// leaves, when no arriving frame is there to carry the note.
 			ev.Frame.Note = joinNote(ev.Frame.Note, why)
 		}
+	case switchcore.TraceXoffRefresh:
+		if ev.Frame != nil {
+			ev.Frame.Note = joinNote(ev.Frame.Note, pfcRefreshNote(ev.Frame.Data, pname))
+		}
 	case switchcore.TracePauseRx:
 		if d.cur != nil {
 			d.curNote = joinNote(d.curNote, fmt.Sprintf("paused %s priority %d for %d quanta", pname, ev.Prio, ev.Quanta))
@@ -277,12 +281,11 @@ func (d *Daemon) trace(ev switchcore.TraceEvent) {
 	}
 }
 
-// pfcRefreshNote says why a PFC XOFF the engine sent with no XOFF event
-// went: it is the refresh of the priorities still paused, re-sent every
+// pfcRefreshNote says why a refreshed XOFF (the engine's
+// TraceXoffRefresh) went: the priorities still paused, re-sent every
 // half quanta time while their PGs stay above XON (switchcore/pfc.go
 // refreshXoff), so the peer's pause never expires. They are most PFC
-// frames of a long incast, and went with no why while the XOFFs and
-// XONs had one. "" for anything else.
+// frames of a long incast. "" for a frame that pauses nothing.
 func pfcRefreshNote(b []byte, pname string) string {
 	var mc wire.MACControl
 	if wire.DecodeMACControl(b, &mc) != nil || mc.Opcode == wire.MACControlOpPause {

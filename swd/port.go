@@ -166,9 +166,6 @@ func (p *swPort) Transmit(f *frame.Frame) {
 		case d.ib && isIBLink(f.Data):
 			note = joinNote(note, wire.IBLinkNote(f.Data, "sent"))
 		case !d.ib && isMACControl(f.Data):
-			if note == "" {
-				note = pfcRefreshNote(f.Data, p.name)
-			}
 			note = joinNote(pfcNote(f.Data, "sent"), note) // then why (an XOFF's or XON's PG)
 		case !d.ib && isLinkState(f.Data):
 			note = joinNote(note, linkStateNote(f.Data, "sent"))

@@ -443,10 +443,11 @@ const (
 	TracePFCWDRestore                          // watchdog restored (Port, Prio)
 	TraceCreditStall                           // IB: VL Prio on Port has data and no credit
 	TraceFECNMark                              // IB CC: set FECN in a frame sent on VL Prio (Bytes = queue depth)
+	TraceXoffRefresh                           // we re-sent XOFF for the priorities still asserted on Port (Frame: the PFC frame)
 )
 
 var traceNames = [...]string{"", "xoff", "xon", "pause_rx", "resume_rx", "ecn_mark", "drop",
-	"headroom_overflow", "pfcwd_storm", "pfcwd_restore", "credit_stall", "fecn_mark"}
+	"headroom_overflow", "pfcwd_storm", "pfcwd_restore", "credit_stall", "fecn_mark", "xoff_refresh"}
 
 func (k TraceKind) String() string {
 	if int(k) < len(traceNames) {

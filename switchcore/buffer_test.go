@@ -197,3 +197,33 @@ func TestStaticThreshold(t *testing.T) {
 		t.Errorf("static_th 50000: PG holds %d", sh)
 	}
 }
+
+// TestXoffRefreshTraced: while a PG stays above XON the switch re-sends
+// its XOFF, and each refresh is a trace event carrying the PFC frame, so a
+// capture can say why the frame went (it was told by no event before, and
+// the daemon guessed a refresh from a frame without a note).
+func TestXoffRefreshTraced(t *testing.T) {
+	s, clk, pool := newTestSwitch(t, bufferConfig(4<<20, 0, 1<<20))
+	up := &sink{clk: clk, keep: true}
+	s.Attach(0, up)
+	var refreshes [][]byte // each event's PFC frame, copied (the frame goes on)
+	s.SetTrace(func(ev TraceEvent) {
+		if ev.Kind == TraceXoffRefresh && ev.Frame != nil {
+			refreshes = append(refreshes, append([]byte(nil), ev.Frame.Data...))
+		}
+	})
+	for i := 0; i < 8<<20/frameLen && !s.XoffSent(0, 3); i++ {
+		deliver(s, clk, 0, roce(26).build(pool))
+	}
+	if !s.XoffSent(0, 3) {
+		t.Fatal("no XOFF")
+	}
+	clk.runUntil(clk.now + s.refreshPeriod(&s.ports[0]) + clock.Microsecond)
+	if len(refreshes) == 0 {
+		t.Fatal("no refresh traced with its frame")
+	}
+	var mc wire.MACControl
+	if err := wire.DecodeMACControl(refreshes[0], &mc); err != nil || !mc.Paused(3) {
+		t.Errorf("the refresh event's frame: %v %+v, want an XOFF for priority 3", err, mc)
+	}
+}

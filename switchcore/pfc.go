@@ -81,7 +81,9 @@ func (s *Switch) refreshXoff(p *port) {
 		return
 	}
 	if p.xoffPrios&^p.xoffQueued != 0 {
-		s.sendPFC(p, p.xoffPrios, s.pfcQuanta)
+		f := s.pfcFrame(p, p.xoffPrios, s.pfcQuanta)
+		s.emit(TraceEvent{Kind: TraceXoffRefresh, Port: p.idx, Prio: -1, Frame: f})
+		s.queuePFC(p, f)
 	}
 	p.refreshTimer.Reset(s.clk.Now() + s.refreshPeriod(p))
 }
@@ -100,18 +102,11 @@ func (s *Switch) pfcSent(p *port, f *frame.Frame) {
 	}
 }
 
-// sendPFC queues one PFC frame on p's PFC queue, which goes before any
-// other frame (a burst of link-state advertisements must not delay an
-// XOFF the headroom counts on): enable bits for prios, quanta for each
-// (0 = XON).
-func (s *Switch) sendPFC(p *port, prios uint8, quanta uint16) {
-	s.queuePFC(p, s.pfcFrame(p, prios, quanta))
-}
-
-// pfcFrame builds and counts the PFC frame sendPFC sends, nil while p is
-// down. The XOFF and XON trace events carry it before it is queued (a
-// capture notes on the frame itself why it was sent: an XON is sent as a
-// frame leaves, with no arriving frame to note it on).
+// pfcFrame builds and counts one PFC frame for p: enable bits for prios,
+// quanta for each (0 = XON); nil while p is down. The XOFF, XON and
+// refresh trace events carry it before queuePFC queues it (a capture
+// notes on the frame itself why it was sent: an XON is sent as a frame
+// leaves, with no arriving frame to note it on).
 func (s *Switch) pfcFrame(p *port, prios uint8, quanta uint16) *frame.Frame {
 	if !p.up {
 		return nil
@@ -135,7 +130,9 @@ func (s *Switch) pfcFrame(p *port, prios uint8, quanta uint16) *frame.Frame {
 	return f
 }
 
-// queuePFC queues a frame of pfcFrame ahead of everything but PFC.
+// queuePFC queues a frame of pfcFrame on p's PFC queue, which goes before
+// any other frame (a burst of link-state advertisements must not delay an
+// XOFF the headroom counts on).
 func (s *Switch) queuePFC(p *port, f *frame.Frame) {
 	if f == nil {
 		return
