@@ -173,9 +173,9 @@ func TestKernelRoCEQoS(t *testing.T) {
 }
 
 // rxeFrame builds the Ethernet frame of an RC SEND ONLY packet as Linux
-// rxe sends it over IPv4: DF set, TTL 64, Not-ECT, UDP checksum 0 (RoCEv2
-// annex A17.4.2 leaves it to the sender; rxe sends 0), the source port
-// from the QP, the ICRC over the masked headers.
+// rxe sends it over IPv4 (rxe_net.c): DF set, TTL 64, Not-ECT, UDP
+// checksum 0, a source port in the RoCEv2 entropy range 0xC000-0xFFFF, the
+// ICRC over the masked headers (rxe_icrc.c).
 func rxeFrame(src, dst [6]byte, sip, dip [4]byte, dscp uint8, qpn, psn uint32, size int) []byte {
 	ipLen := wire.IPv4MinSize + wire.UDPSize + bth.BTHSize + size + bth.ICRCSize
 	f := make([]byte, wire.EthernetSize+ipLen)
