@@ -34,6 +34,12 @@ type BWParams struct {
 	Iters      int         `json:"iters"`
 	CQMod      int         `json:"cq_mod"`
 	DurationMs int         `json:"duration_ms,omitempty"`
+	// PostList (perftest -l) above 1 posts the work requests PostList at
+	// a time, each list in one call to the NIC (one doorbell: the engine
+	// sees the list at once), and only once PostList send queue slots are
+	// free; CQMod must divide it, so each list ends with a signaled
+	// request. 0 or 1: every refill posts whatever is free.
+	PostList int `json:"post_list,omitempty"`
 }
 
 // BWSample is the bytes completed by a time (Unix nanoseconds, the
@@ -87,6 +93,10 @@ func (p *BWParams) check() error {
 		return fmt.Errorf("perf_bw: iters %d: at least 1 (or a duration)", p.Iters)
 	case p.DurationMs < 0:
 		return fmt.Errorf("perf_bw: duration_ms %d: not negative", p.DurationMs)
+	case p.PostList > 1 && (p.PostList > p.Depth || p.PostList%p.CQMod != 0):
+		return fmt.Errorf("perf_bw: post_list %d: at most the depth (%d) and a multiple of cq_mod (%d)", p.PostList, p.Depth, p.CQMod)
+	case p.PostList > 1 && p.DurationMs <= 0 && p.Iters%p.PostList != 0:
+		return fmt.Errorf("perf_bw: iters %d: a multiple of post_list (%d)", p.Iters, p.PostList)
 	}
 	return nil
 }
@@ -119,9 +129,24 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 		}
 		return r.Posted, err
 	}
+	// postList posts the next k requests (a multiple of the list) a list
+	// at a time, each list in one engine call.
+	postList := func(k int) error {
+		for ; k > 0; k -= p.PostList {
+			got, err := s.postBatch(p.QP, &wr, posted, p.PostList, signaled)
+			posted += got
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	// post posts the next k requests: runs of unsignaled ones, each closed
 	// by a signaled one, one post_send per run.
 	post := func(k int) error {
+		if p.PostList > 1 {
+			return postList(k)
+		}
 		for k > 0 {
 			n := 0
 			for n < k && !signaled(posted+n) {
@@ -153,7 +178,11 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 	res.FirstNs = first.UnixNano()
 	res.Samples = append(res.Samples, BWSample{AtNs: res.FirstNs})
 	deadline := first.Add(time.Duration(p.DurationMs) * time.Millisecond)
-	if err := post(min(p.Depth, target)); err != nil {
+	k0 := min(p.Depth, target)
+	if p.PostList > 1 {
+		k0 -= k0 % p.PostList
+	}
+	if err := post(k0); err != nil {
 		return nil, err
 	}
 	for done < target {
@@ -197,7 +226,12 @@ func (s *session) perfBW(req *Request) (*Response, error) {
 		}
 		res.LastNs = time.Now().UnixNano()
 		res.Samples = append(res.Samples, BWSample{AtNs: res.LastNs, Bytes: uint64(done) * size})
-		if k := min(p.Depth-(posted-done), target-posted); k > 0 {
+		k := min(p.Depth-(posted-done), target-posted)
+		if p.PostList > 1 {
+			// Whole lists only: the rest waits for the next completions.
+			k -= k % p.PostList
+		}
+		if k > 0 {
 			if err := post(k); err != nil {
 				return nil, err
 			}
@@ -272,4 +306,41 @@ func (s *session) perfLat(req *Request) (*Response, error) {
 		samples = append(samples, time.Since(t0).Nanoseconds())
 	}
 	return &Response{LatNs: samples}, nil
+}
+
+// postBatch posts n work requests like wr, numbered (WRID) from first,
+// those for which signaled says so signaled, in one engine call: a
+// program's ibv_post_send of a linked list, which reaches the NIC with
+// one doorbell. It returns how many were posted.
+func (s *session) postBatch(qp uint32, wr *WorkRequest, first, n int, signaled func(int) bool) (int, error) {
+	switch wr.Opcode {
+	case nic.IBV_WR_RDMA_WRITE, nic.IBV_WR_RDMA_WRITE_WITH_IMM, nic.IBV_WR_SEND, nic.IBV_WR_SEND_WITH_IMM, nic.IBV_WR_RDMA_READ:
+	default:
+		return 0, fmt.Errorf("post_send: opcode %v: the control socket offers RDMA WRITE (with immediate), SEND (with immediate) and RDMA READ", wr.Opcode)
+	}
+	sg, err := toSGL(wr.SG)
+	if err != nil {
+		return 0, fmt.Errorf("post_send: %w", err)
+	}
+	w := nic.SendWR{SGList: sg, Opcode: wr.Opcode, ImmData: wr.Imm}
+	w.RDMA.RemoteAddr, w.RDMA.RKey = wr.RemoteAddr, wr.RKey
+	posted := 0
+	err = s.do(func() error {
+		e, ok := s.qps[qp]
+		if !ok {
+			return fmt.Errorf("post_send: no QP %d", qp)
+		}
+		for i := first; i < first+n; i++ {
+			w.WRID, w.SendFlags = uint64(i), 0
+			if signaled(i) {
+				w.SendFlags = nic.IBV_SEND_SIGNALED
+			}
+			if err := e.qp.PostSend(&w); err != nil {
+				return err
+			}
+			posted++
+		}
+		return nil
+	})
+	return posted, err
 }

@@ -74,10 +74,31 @@ func TestPerfBW(t *testing.T) {
 		}
 	}
 
+	// perftest -l: lists of 8 (each closed by a signaled request, the
+	// moderation dividing the list) on a depth of 12, which has room for
+	// one list at a time: a run of iterations and a duration run both
+	// end with every message complete and nothing left in the CQ.
+	clear(p.BBuf.Bytes)
+	if res, err := a.PerfBW(&BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 12, Iters: 200, CQMod: 4, PostList: 8}); err != nil || res.Msgs != 200 {
+		t.Errorf("post list run: %+v %v", res, err)
+	}
+	if !bytes.Equal(p.ABuf.Bytes, p.BBuf.Bytes) {
+		t.Error("post list run: destination memory differs")
+	}
+	if res, err := a.PerfBW(&BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 12, CQMod: 8, PostList: 8, DurationMs: 30}); err != nil || res.Msgs == 0 || res.Msgs%8 != 0 {
+		t.Errorf("post list duration run: %+v %v (want whole lists)", res, err)
+	}
+	if wcs, err := a.PollCQ(p.ACQ, 16, 0, 0); err != nil || len(wcs) != 0 {
+		t.Errorf("completions left after the post list runs: %+v %v", wcs, err)
+	}
+
 	for _, c := range []struct {
 		bw   BWParams
 		want string
 	}{
+		{BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 4, Iters: 8, CQMod: 1, PostList: 8}, "perf_bw: post_list 8"},
+		{BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 16, Iters: 8, CQMod: 3, PostList: 8}, "perf_bw: post_list 8"},
+		{BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 16, Iters: 12, CQMod: 4, PostList: 8}, "perf_bw: iters 12: a multiple of post_list"},
 		{BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 0, Iters: 1, CQMod: 1}, "perf_bw: depth 0"},
 		{BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 4, Iters: 1, CQMod: 8}, "perf_bw: cq_mod 8"},
 		{BWParams{QP: p.AQP.Handle, CQ: p.ACQ, WR: wr, Depth: 4, Iters: 0, CQMod: 1}, "perf_bw: iters 0"},
