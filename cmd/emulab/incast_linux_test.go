@@ -254,7 +254,7 @@ func TestIncastPFC(t *testing.T) {
 	t0 := time.Now()
 	for i, c := range conns {
 		wg.Go(func() {
-			runs[i], errs[i] = runBandwidth(c.pair, nic.IBV_WR_RDMA_WRITE, incastMessageSize, incastFlowMessages, 0, perfDefCQMod)
+			runs[i], errs[i] = runBandwidth(c.pair, nic.IBV_WR_RDMA_WRITE, incastMessageSize, incastFlowMessages, 0, perfDefCQMod, 1)
 		})
 	}
 	wg.Wait()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -62,6 +63,23 @@ func (t perfTest) title() string {
 	return t.verb + " BW Test"
 }
 
+// title is the run's banner title, as perftest's ctx_print_test_info
+// builds it: the verb, "Bidirectional" with -b, "Post List" with -l > 1,
+// then "BW" or "Latency" and "Test".
+func (p *perfPlan) title() string {
+	if p.test.lat {
+		return p.test.title()
+	}
+	t := p.test.verb
+	if p.bidir {
+		t += " Bidirectional"
+	}
+	if p.postList > 1 {
+		t += " Post List"
+	}
+	return t + " BW Test"
+}
+
 // perftest's defaults and limits (perftest_parameters.h).
 const (
 	perfDefSizeBW  = 65536
@@ -78,6 +96,9 @@ const (
 	perfMaxSize    = 1 << 23 // -a sweeps 2 .. 2^23 (MAX_SIZE 8388608)
 	perfMaxDepth   = 4096
 	perfMaxSeconds = 3600
+	// perfDefDuration is perftest's DEF_DURATION: --run_infinitely
+	// without -D reports every 5 seconds.
+	perfDefDuration = 5
 )
 
 // perfDefJSONFile is perftest's DEFAULT_JSON_FILE_NAME: --out_json
@@ -152,6 +173,15 @@ type perfFlags struct {
 	outJSONOn   bool
 	outJSONFile string
 	outJSON     string
+
+	bidir       bool // -b
+	postList    int  // -l; 1: one work request per post
+	postListSet bool
+	cycles      bool // -C (refused)
+	histogram   bool // -H
+	unsorted    bool // -U
+	runInf      bool // --run_infinitely
+	cpuUtil     bool // --cpu_util
 }
 
 // perfPlan is what a run does, derived from the flags.
@@ -174,12 +204,33 @@ type perfPlan struct {
 	dilation int
 	// stateDir is --state-dir, for the commands hints suggest.
 	stateDir string
+
+	// bidir (-b): traffic both ways at once, the row the sum of both.
+	bidir bool
+	// postList (-l): the bandwidth loop posts this many work requests at
+	// a time, in one call to the NIC (one doorbell), once that many send
+	// queue slots are free; 1 refills whatever is free.
+	postList int
+	// histogram (-H) and unsorted (-U) print a latency run's samples.
+	histogram, unsorted bool
+	// runInf (--run_infinitely): report every duration seconds until
+	// interrupted.
+	runInf bool
+	// cpuUtil (--cpu_util, duration runs): the machine's CPU utilisation
+	// over the measurement, from /proc/stat, as a last column.
+	cpuUtil bool
+	// notes are what perftest would warn about on the way (a flag that
+	// has no effect with the others given), for stderr.
+	notes []string
 }
 
 // plan checks the flags against the test and perftest's limits. Every
 // error names the flag and the value it refuses.
 func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
-	p := &perfPlan{test: t, iters: perfDefIters, qps: f.qps, noPeak: f.noPeak, gbits: f.gbits, outJSON: f.outJSON, stateDir: f.stateDir}
+	p := &perfPlan{test: t, iters: perfDefIters, qps: f.qps, noPeak: f.noPeak, gbits: f.gbits, outJSON: f.outJSON, stateDir: f.stateDir, postList: 1}
+	if err := f.checkReportFlags(t); err != nil {
+		return nil, err
+	}
 	if t.op == nic.IBV_WR_RDMA_WRITE && !t.lat {
 		p.iters = perfDefItersWB
 	}
@@ -221,6 +272,20 @@ func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 		}
 		p.duration = f.duration
 	}
+	if f.runInf {
+		// perftest's force_dependecies: a duration run, without a
+		// peak, every -D seconds (5 unless given).
+		switch {
+		case f.all:
+			return nil, errors.New("--run_infinitely and -a/--all: an endless run has one size")
+		case f.itersSet:
+			return nil, fmt.Errorf("--run_infinitely and -n/--iters %d: an endless run counts no messages; -D sets how often it reports", f.iters)
+		}
+		if p.duration == 0 {
+			p.duration = perfDefDuration
+		}
+		p.runInf, p.noPeak = true, true
+	}
 	if f.qps < 1 || f.qps > perfMaxQPs {
 		return nil, fmt.Errorf("-q/--qp %d: want 1 .. %d queue pairs", f.qps, perfMaxQPs)
 	}
@@ -257,6 +322,18 @@ func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 	if t.lat {
 		p.cqMod = 1
 	}
+	if err := f.planPostList(p); err != nil {
+		return nil, err
+	}
+	p.bidir, p.histogram, p.unsorted = f.bidir, f.histogram, f.unsorted
+	if f.cpuUtil {
+		if p.duration > 0 {
+			p.cpuUtil = true
+		} else {
+			// perftest says so and runs on without the column.
+			p.notes = append(p.notes, "--cpu_util: CPU utilisation works only with -D/--duration (or --run_infinitely); the run reports none")
+		}
+	}
 	if f.mtu != 0 {
 		switch f.mtu {
 		case 256, 512, 1024, 2048, 4096:
@@ -285,6 +362,65 @@ func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 	}
 	p.timeout = uint8(f.timeout)
 	return p, nil
+}
+
+// checkReportFlags refuses the report flags a test has no use for, as
+// perftest's parser does, and -C, which needs a clock the emulation has
+// not got.
+func (f *perfFlags) checkReportFlags(t perfTest) error {
+	if f.cycles {
+		// perftest's -C prints the TSC deltas it timed with. The emunics
+		// time with the wall clock (scaled by time_dilation): there are
+		// no cycles, and converting at a made-up frequency would print
+		// numbers that look measured and are not.
+		return errors.New("-C/--report-cycles: the emulated RNICs time messages with the clock, not a CPU cycle counter, " +
+			"so there are no cycles to report; the latencies are printed in usec (cycles = usec x your CPU's MHz)")
+	}
+	if t.lat {
+		switch {
+		case f.bidir:
+			return errors.New("-b/--bidirectional: the bandwidth tests only (perftest's -b is a BW option)")
+		case f.postListSet:
+			return fmt.Errorf("-l/--post_list %d: post list is supported in the bandwidth tests only (as perftest)", f.postList)
+		case f.runInf:
+			return errors.New("--run_infinitely: the bandwidth tests only (as perftest)")
+		}
+		return nil
+	}
+	switch {
+	case f.histogram:
+		return errors.New("-H/--report-histogram: the latency tests only (as perftest)")
+	case f.unsorted:
+		return errors.New("-U/--report-unsorted: the latency tests only (as perftest)")
+	}
+	return nil
+}
+
+// planPostList is perftest's post list dependencies (force_dependecies):
+// the iterations a multiple of the list, the CQ moderation the list's
+// size unless given, and then a divisor of it. A list longer than the TX
+// depth would never find room to be posted.
+func (f *perfFlags) planPostList(p *perfPlan) error {
+	if !f.postListSet {
+		return nil
+	}
+	n := f.postList
+	if n < 1 || n > p.depth {
+		return fmt.Errorf("-l/--post_list %d: want 1 .. the TX depth (%d)", n, p.depth)
+	}
+	if n == 1 {
+		return nil
+	}
+	if p.duration == 0 && p.iters%n != 0 {
+		return fmt.Errorf("-l/--post_list %d: the number of iterations (%d) must be a multiple of the post list size", n, p.iters)
+	}
+	if !f.cqModSet {
+		p.cqMod = n
+	} else if n%p.cqMod != 0 {
+		return fmt.Errorf("-l/--post_list %d: the post list size must be a multiple of the CQ moderation (-Q %d)", n, p.cqMod)
+	}
+	p.postList = n
+	return nil
 }
 
 // perftest flags that choose what the lab decides (the device, its port

@@ -132,7 +132,7 @@ func TestPerfPlanErrors(t *testing.T) {
 
 func TestPerfTables(t *testing.T) {
 	var b bytes.Buffer
-	writeBWHeader(&b, true)
+	writeBWHeader(&b, true, false)
 	// 1000 x 65536 bytes in 50 ms: 1.31072 GB/s = 10.49 Gb/s.
 	writeBWRow(&b, bwRow{Size: 65536, Iters: 1000, Peak: 12.5e9 / 8, Average: 65536 * 1000 / 0.05, MsgRate: 20000}, true)
 	want := perfLine + "\n" +
@@ -142,7 +142,7 @@ func TestPerfTables(t *testing.T) {
 		t.Errorf("bandwidth table:\n%q\nwant\n%q", b.String(), want)
 	}
 	b.Reset()
-	writeBWHeader(&b, false)
+	writeBWHeader(&b, false, false)
 	writeBWRow(&b, bwRow{Size: 2, Iters: 5, Average: 1 << 20, Peak: 3 << 20, MsgRate: 524288}, false)
 	want = perfLine + "\n" +
 		" #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]\n" +
@@ -157,7 +157,7 @@ func TestPerfTables(t *testing.T) {
 		samples = append(samples, time.Duration(i)*time.Microsecond)
 	}
 	st := newLatStats(2, samples, time.Second, false)
-	writeLatHeader(&b, false)
+	writeLatHeader(&b, false, false)
 	writeLatRow(&b, st, false)
 	lines := strings.Split(b.String(), "\n")
 	if lines[1] != perfHeadLat || !strings.HasPrefix(lines[2], " 2       1000          ") {
@@ -172,7 +172,7 @@ func TestPerfTables(t *testing.T) {
 	}
 	b.Reset()
 	st = newLatStats(2, samples, time.Second, true)
-	writeLatHeader(&b, true)
+	writeLatHeader(&b, true, false)
 	writeLatRow(&b, st, true)
 	if !strings.Contains(b.String(), perfHeadLatDur) || strings.Join(strings.Fields(strings.Split(b.String(), "\n")[2]), " ") != "2 1000 500.50 1000.00" {
 		t.Errorf("duration latency table:\n%s", b.String())

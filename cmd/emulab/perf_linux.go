@@ -8,13 +8,17 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/nic"
 	"github.com/emufabric/emufabric/nicd"
 )
 
@@ -58,6 +62,61 @@ perftest's flags for what the lab or perf decides (-d, -i, -x, -p, -R, -F,
 -I, -e, -f, -r) are taken and noted as ignored, so a pasted perftest command
 line runs.
 
+perftest's report and mode flags:
+
+  -b, --bidirectional   bandwidth tests: DST sends to SRC while SRC sends to
+                        DST, and the title says "Bidirectional". perftest
+                        sends both ways on each QP; here each way has its
+                        own -q QP pairs (a loop runs in its requester's
+                        emunic and holds that session), so the banner lists
+                        both ways' addresses. The wire carries the same:
+                        requests both ways, each answered the other way.
+                        The row is the sum of the two directions' peak,
+                        average and message rate, #iterations one
+                        direction's, as perftest adds the remote side's
+                        report to its own; both ways' memory is checked.
+  -l, --post_list N     bandwidth tests: perftest links N work requests into
+                        one ibv_post_send, one doorbell. The loop in the
+                        requester's emunic then posts whole lists only,
+                        each in one call into the NIC engine (which sees the
+                        list at once, as an RNIC after one doorbell), when N
+                        send queue slots are free. Without -l it refills
+                        whatever is free after each poll, also in few calls:
+                        so -l coarsens the refills, it does not save
+                        per-message doorbells as on hardware. As perftest:
+                        the CQ moderation becomes N unless -Q is given (then
+                        it must divide N), -n must be a multiple of N, and
+                        the title says "Post List".
+  --run_infinitely      bandwidth tests: a row every -D seconds (5 unless
+                        given), without a peak, until interrupted. Each
+                        period is a -D run of its own, back to back, and its
+                        memory is checked before its row is printed. Ctrl-C
+                        (SIGINT) ends it: the period in progress is not
+                        reported, the table is closed, and the exit status
+                        is 130, perftest's (it dies of the signal). With
+                        --out_json the file is rewritten after every period
+                        (results the last period, all_results every period
+                        so far, test_info has run_infinitely and Duration).
+  -H, --report-histogram  latency tests: before the row, "#, usec" and every
+                        sample sorted, "N, value" with C's %g, without the
+                        two largest that the statistics leave out; then the
+                        header again, as perftest's print_report_lat.
+  -U, --report-unsorted latency tests: the same list in the order measured,
+                        every sample. (perftest's help says -U implies -H;
+                        its code does not, nor does perf: give both for
+                        both lists.)
+  --cpu_util            with -D or --run_infinitely: a CPU_Util[%] column
+                        (JSON CPU_util), perftest's formula: user over user
+                        plus idle time of /proc/stat's cpu line, over the
+                        measurement. It is the whole machine's, the lab's
+                        emunics and switches included. Without -D it is
+                        noted and ignored, as perftest does.
+  -C, --report-cycles   refused: perftest prints the CPU cycle counter's
+                        deltas; the emunics time messages with the clock
+                        (scaled by time_dilation), so there are no cycles,
+                        and a conversion at a made-up frequency would print
+                        figures that look measured and are not.
+
 --out_json is perftest's switch: the results go to --out_json_file FILE, or
 perftest_out.json in the working directory (a file name given alone implies
 --out_json). The document is one object, the same shape whatever the flags:
@@ -87,6 +146,7 @@ clock saw, and -D counts seconds of the lab's time.`,
 			fl.durSet = f.Changed("duration")
 			fl.cqModSet = f.Changed("cq-mod")
 			fl.txSet = f.Changed("tx-depth")
+			fl.postListSet = f.Changed("post_list")
 			fl.outJSON = perfJSONPath(fl.outJSONOn, fl.outJSONFile)
 			if err := perfIgnored(f, cmd.ErrOrStderr()); err != nil {
 				return err
@@ -113,6 +173,13 @@ clock saw, and -D counts seconds of the lab's time.`,
 	f.IntVarP(&fl.tos, "tos", "T", -1, "IP traffic class (DSCP<<2 | ECN); default the NIC's RoCE DSCP (26: priority 3)")
 	f.IntVarP(&fl.timeout, "qp-timeout", "u", 0, "local ACK timeout: 4.096 us x 2^`U` (default the NIC's, 14: 67 ms)")
 	f.BoolVar(&fl.gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MiB/sec")
+	f.BoolVarP(&fl.bidir, "bidirectional", "b", false, "bandwidth tests: traffic both ways at once (SRC to DST and DST to SRC, each way on its own QPs); the row is the sum of both, as perftest's")
+	f.IntVarP(&fl.postList, "post_list", "l", 1, "bandwidth tests: post work requests `N` at a time, each list in one call to the NIC (one doorbell) once N send slots are free; the CQ moderation becomes N unless -Q is given")
+	f.BoolVar(&fl.runInf, "run_infinitely", false, "bandwidth tests: run until interrupted, printing a row every -D seconds (5 unless given); Ctrl-C ends it (exit status 130)")
+	f.BoolVar(&fl.cpuUtil, "cpu_util", false, "with -D or --run_infinitely: add CPU_Util[%], the machine's user time over user+idle from /proc/stat (perftest's formula)")
+	f.BoolVarP(&fl.histogram, "report-histogram", "H", false, "latency tests: print every sample, sorted, before the row (perftest's \"#, usec\" list)")
+	f.BoolVarP(&fl.unsorted, "report-unsorted", "U", false, "latency tests: print every sample in the order measured, before the row")
+	f.BoolVarP(&fl.cycles, "report-cycles", "C", false, "refused: the emulated RNICs time with the clock; there are no CPU cycles to report")
 	f.BoolVar(&fl.outJSONOn, "out_json", false, "also write the results as JSON, to --out_json_file ("+perfDefJSONFile+" in the working directory unless given)")
 	f.StringVar(&fl.outJSONFile, "out_json_file", "", "the JSON file's name, `FILE` (given alone, it implies --out_json)")
 	addPerfIgnored(f)
@@ -128,6 +195,9 @@ func runPerf(out io.Writer, args []string, fl *perfFlags) error {
 	plan, err := fl.plan(test)
 	if err != nil {
 		return err
+	}
+	for _, n := range plan.notes {
+		fmt.Fprintf(os.Stderr, "emulab perf: %s\n", n)
 	}
 	if plan.outJSON != "" {
 		if err := checkJSONDir(plan.outJSON); err != nil {
@@ -175,8 +245,8 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	for _, s := range plan.sizes {
 		bufSize = max(bufSize, s)
 	}
-	conns, err := openPerfConns(src.Control, dst.Control, plan.qps, perfPairConfig{
-		BufSize: bufSize, Depth: plan.depth, MTU: plan.mtu, TC: plan.tc, SL: plan.sl, Timeout: plan.timeout})
+	cfg := perfPairConfig{BufSize: bufSize, Depth: plan.depth, MTU: plan.mtu, TC: plan.tc, SL: plan.sl, Timeout: plan.timeout}
+	conns, err := openPerfConns(src.Control, dst.Control, plan.qps, cfg)
 	if err != nil {
 		return fmt.Errorf("setting up %s -> %s: %w", src.Node, dst.Node, err)
 	}
@@ -185,6 +255,23 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			c.close()
 		}
 	}()
+	// -b: the other way, DST's emunic the requester, on QP pairs of its
+	// own. perftest's -b sends both ways on each QP; here a QP pair's
+	// loop runs in its requester's emunic and holds that session, so
+	// each direction has its own pairs. The fabric carries the same
+	// traffic: requests both ways, each answered by ACKs (or READ
+	// responses) the other way.
+	var rconns []*perfConn
+	if plan.bidir {
+		if rconns, err = openPerfConns(dst.Control, src.Control, plan.qps, cfg); err != nil {
+			return fmt.Errorf("setting up %s -> %s: %w", dst.Node, src.Node, err)
+		}
+		defer func() {
+			for _, c := range rconns {
+				c.close()
+			}
+		}()
+	}
 	mtu := status.PortMTU
 	if plan.mtu > 0 {
 		mtu = min(mtu, plan.mtu)
@@ -195,9 +282,9 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	// The daemons' clocks run time_dilation times slower than the wall:
 	// every figure is reported, and -D counted, in the lab's time.
 	plan.dilation = max(status.TimeDilation, 1)
-	b := perfBanner{Title: plan.test.title(), Device: "emu_" + status.Port + " (" + src.Node + ")", QPs: plan.qps,
+	b := perfBanner{Title: plan.title(), Device: "emu_" + status.Port + " (" + src.Node + ")", QPs: plan.qps,
 		Depth: plan.depth, CQMod: plan.cqMod, MTU: mtu, SL: plan.sl, Remotes: plan.test.remote, Dilation: plan.dilation,
-		Lat: plan.test.lat}
+		Lat: plan.test.lat, PostList: plan.postList}
 	if plan.test.read() {
 		b.OutReads = perfOutReads
 	}
@@ -206,22 +293,21 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 		b.Local = append(b.Local, perfSide{LID: p.AQP.LID, QPN: p.AQP.QPN, PSN: p.AQP.PSN, RKey: p.AMR.RKey, VAddr: p.AMR.Addr, GID: p.AQP.GID})
 		b.Remote = append(b.Remote, perfSide{LID: p.BQP.LID, QPN: p.BQP.QPN, PSN: p.BQP.PSN, RKey: p.BMR.RKey, VAddr: p.BMR.Addr, GID: p.BQP.GID})
 	}
+	// The reverse pairs' SRC side is their responder (B).
+	for _, c := range rconns {
+		p := c.pair
+		b.Local = append(b.Local, perfSide{LID: p.BQP.LID, QPN: p.BQP.QPN, PSN: p.BQP.PSN, RKey: p.BMR.RKey, VAddr: p.BMR.Addr, GID: p.BQP.GID})
+		b.Remote = append(b.Remote, perfSide{LID: p.AQP.LID, QPN: p.AQP.QPN, PSN: p.AQP.PSN, RKey: p.AMR.RKey, VAddr: p.AMR.Addr, GID: p.AQP.GID})
+	}
 	writeBanner(out, b)
 
-	oc, runErr := perfMeasure(out, plan, conns)
-	if plan.outJSON != "" && (len(oc.bw) > 0 || len(oc.lat) > 0) {
-		info := perfJSONInfo{Test: plan.test.title(), Device: "emu_" + status.Port, NumberOfQPs: plan.qps,
+	var save func(perfOutcome) error
+	if plan.outJSON != "" {
+		info := perfJSONInfo{Test: plan.title(), Device: "emu_" + status.Port, NumberOfQPs: plan.qps,
 			ConnectionType: "RC", TXDepth: plan.depth, Mtu: mtu, LinkType: b.linkType(),
 			DataExMethod: "emunic control sockets", Src: src.Lab + "/" + src.Node, Dst: dst.Lab + "/" + dst.Node}
 		if plan.dilation > 1 {
 			info.TimeDilation = plan.dilation
-		}
-		var results []any
-		for _, r := range oc.bw {
-			results = append(results, bwResultJSON(r, plan.gbits))
-		}
-		for _, s := range oc.lat {
-			results = append(results, latResultJSON(s, plan.duration > 0))
 		}
 		if !plan.test.lat {
 			info.CQModeration = &plan.cqMod
@@ -230,8 +316,33 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 				info.BWUnit = "Gb/sec"
 			}
 		}
-		if err := writePerfJSONFile(plan.outJSON, info, results); err != nil {
-			return fmt.Errorf("--out_json_file %s: %w", plan.outJSON, err)
+		if plan.postList > 1 {
+			info.PostList = plan.postList
+		}
+		if plan.runInf {
+			info.RunInfinitely, info.Duration = true, plan.duration
+		}
+		save = func(oc perfOutcome) error {
+			if len(oc.bw) == 0 && len(oc.lat) == 0 {
+				return nil
+			}
+			var results []any
+			for _, r := range oc.bw {
+				results = append(results, bwResultJSON(r, plan.gbits))
+			}
+			for _, s := range oc.lat {
+				results = append(results, latResultJSON(s, plan.duration > 0))
+			}
+			if err := writePerfJSONFile(plan.outJSON, info, results); err != nil {
+				return fmt.Errorf("--out_json_file %s: %w", plan.outJSON, err)
+			}
+			return nil
+		}
+	}
+	oc, runErr := perfMeasure(out, plan, conns, rconns, save)
+	if save != nil && !plan.runInf {
+		if err := save(oc); err != nil {
+			return err
 		}
 	}
 	return goneHint(retryHint(runErr, plan), plan.stateDir, src.Lab)
@@ -274,7 +385,11 @@ func stopOnSignal() (undo func()) {
 	go func() {
 		select {
 		case s := <-ch:
-			fmt.Fprintf(os.Stderr, "\nemulab perf: interrupted (%v): no result for the size in progress\n", s)
+			what := "no result for the size in progress"
+			if h := perfInterruptHook.Load(); h != nil {
+				what = (*h)()
+			}
+			fmt.Fprintf(os.Stderr, "\nemulab perf: interrupted (%v): %s\n", s, what)
 			code := 130 // 128 + SIGINT, as a shell reports it
 			if s == syscall.SIGTERM {
 				code = 143
@@ -289,47 +404,74 @@ func stopOnSignal() (undo func()) {
 	}
 }
 
+// perfInterruptHook, when set, finishes the output of a run that an
+// interrupt ends and says what was reported (--run_infinitely).
+var perfInterruptHook atomic.Pointer[func() string]
+
+// writePerfJSONFile writes the document to a temporary file renamed over
+// path, so the file always holds a whole document: --run_infinitely
+// rewrites it after every period and may be interrupted at any time.
 func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {
-	f, err := os.Create(path)
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
 	if err := writePerfJSON(f, info, results); err != nil {
 		f.Close()
+		os.Remove(tmp)
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // perfMeasure runs every size, prints each row as it completes and
-// checks the destination memory after each.
-func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutcome, err error) {
+// checks the destination memory after each. rconns are -b's reverse
+// pairs (none without -b). save, if not nil, is called with the results
+// after each period of --run_infinitely.
+func perfMeasure(out io.Writer, plan *perfPlan, conns, rconns []*perfConn, save func(perfOutcome) error) (oc perfOutcome, err error) {
 	op := plan.test.op
 	dur := time.Duration(plan.duration) * time.Second * time.Duration(max(plan.dilation, 1)) // wall time
 	if plan.test.lat {
-		writeLatHeader(out, plan.duration > 0)
+		writeLatHeader(out, plan.duration > 0, plan.cpuUtil)
 	} else {
-		writeBWHeader(out, plan.gbits)
+		writeBWHeader(out, plan.gbits, plan.cpuUtil)
 	}
 	defer func() {
 		if err != nil {
 			fmt.Fprintln(out, perfLine)
 		}
 	}()
+	if plan.runInf {
+		return perfInfinitely(out, plan, conns, rconns, dur, save)
+	}
+	all := slices.Concat(conns, rconns)
 	for _, size := range plan.sizes {
-		prepareBuffers(conns, op, size)
+		prepareBuffers(all, op, size)
+		meter := perfCPUMeter{on: plan.cpuUtil}
 		if plan.test.lat {
 			src, _ := perfBuffers(conns[0].pair, op)
 			before := bytes.Clone(src[:size])
+			meter.begin()
 			samples, wall, err := runLatency(conns[0].pair, plan, size, dur)
 			if err != nil {
 				return oc, fmt.Errorf("%s %d bytes: %w", plan.test.name, size, err)
 			}
+			cpu, err := meter.end()
+			if err != nil {
+				return oc, err
+			}
 			durationsToLabTime(samples, plan.dilation)
 			wall /= time.Duration(max(plan.dilation, 1))
 			st := newLatStats(size, samples, wall, plan.duration > 0)
+			st.CPU = cpu
 			verr := verifyLatency(conns[0].pair, op, size, before)
 			st.Verified = verr == nil
+			writeLatSamples(out, samples, plan.unsorted, plan.histogram, plan.duration > 0, plan.cpuUtil)
 			writeLatRow(out, st, plan.duration > 0)
 			oc.lat = append(oc.lat, st)
 			if verr != nil {
@@ -337,12 +479,15 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutco
 			}
 			continue
 		}
-		row, err := bwAggregate(conns, op, size, plan.iters, dur, plan.cqMod, plan.noPeak)
+		meter.begin()
+		row, err := bwBoth(plan, conns, rconns, size, dur)
 		if err != nil {
 			return oc, fmt.Errorf("%s %d bytes: %w", plan.test.name, size, err)
 		}
-		row.toLabTime(plan.dilation)
-		verr := verifyBuffers(conns, op, size)
+		if row.CPU, err = meter.end(); err != nil {
+			return oc, err
+		}
+		verr := verifyBoth(conns, rconns, op, size)
 		row.Verified = verr == nil
 		writeBWRow(out, row, plan.gbits)
 		oc.bw = append(oc.bw, row)
@@ -351,8 +496,100 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns []*perfConn) (oc perfOutco
 		}
 	}
 	fmt.Fprintln(out, perfLine)
-	fmt.Fprintf(out, " data check: the destination memory of every QP holds the source's bytes (%d size(s))\n", len(plan.sizes))
+	both := ""
+	if len(rconns) > 0 {
+		both = ", both ways"
+	}
+	fmt.Fprintf(out, " data check: the destination memory of every QP holds the source's bytes (%d size(s)%s)\n", len(plan.sizes), both)
 	return oc, nil
+}
+
+// perfInfinitely is --run_infinitely: perftest's run_iter_bw_infinitely
+// prints a row every -D seconds until it is killed. Here each period is a
+// -D run of its own, back to back: the loops drain at the period's end
+// (a few round trips between periods, against seconds of traffic), so
+// each period's destination memory is checked, as every bandwidth run's
+// is, before its row is printed. An interrupt (stopOnSignal) ends the
+// run: the period in progress is not reported, the table is closed, and
+// the exit status is 130 (perftest dies of the SIGINT, which a shell
+// reports as 130). With --out_json the file is rewritten after every
+// period: results the last period's, all_results every period's.
+func perfInfinitely(out io.Writer, plan *perfPlan, conns, rconns []*perfConn, dur time.Duration, save func(perfOutcome) error) (oc perfOutcome, err error) {
+	op, size := plan.test.op, plan.sizes[0]
+	all := slices.Concat(conns, rconns)
+	var reports atomic.Int64
+	hook := func() string {
+		fmt.Fprintln(out, perfLine)
+		return fmt.Sprintf("--run_infinitely ended after %d report(s), each period's destination memory checked; the period in progress is not reported", reports.Load())
+	}
+	perfInterruptHook.Store(&hook)
+	defer perfInterruptHook.Store(nil)
+	for period := 1; ; period++ {
+		prepareBuffers(all, op, size)
+		meter := perfCPUMeter{on: plan.cpuUtil}
+		meter.begin()
+		row, err := bwBoth(plan, conns, rconns, size, dur)
+		if err != nil {
+			return oc, fmt.Errorf("%s %d bytes, period %d: %w", plan.test.name, size, period, err)
+		}
+		if row.CPU, err = meter.end(); err != nil {
+			return oc, err
+		}
+		verr := verifyBoth(conns, rconns, op, size)
+		row.Verified = verr == nil
+		oc.bw = append(oc.bw, row)
+		// The file first: a row on the screen is in the file, whenever
+		// the interrupt comes.
+		if save != nil {
+			if err := save(oc); err != nil {
+				return oc, err
+			}
+		}
+		writeBWRow(out, row, plan.gbits)
+		reports.Add(1)
+		if verr != nil {
+			return oc, fmt.Errorf("data check after period %d of %s failed: %w", period, plan.test.name, verr)
+		}
+	}
+}
+
+// bwBoth runs one size: the pairs SRC to DST and, with -b, the reverse
+// pairs at the same time. A bidirectional row is the sum of the two
+// directions' (print_full_bw_report adds the remote side's report to its
+// own), in the lab's time.
+func bwBoth(plan *perfPlan, conns, rconns []*perfConn, size int, dur time.Duration) (bwRow, error) {
+	run := func(cs []*perfConn) (bwRow, error) {
+		row, err := bwAggregate(cs, plan.test.op, size, plan.iters, dur, plan.cqMod, plan.postList, plan.noPeak)
+		row.toLabTime(plan.dilation)
+		return row, err
+	}
+	if len(rconns) == 0 {
+		return run(conns)
+	}
+	var fw, rv bwRow
+	var ferr, rerr error
+	var wg sync.WaitGroup
+	wg.Go(func() { fw, ferr = run(conns) })
+	wg.Go(func() { rv, rerr = run(rconns) })
+	wg.Wait()
+	if ferr != nil {
+		return bwRow{}, ferr
+	}
+	if rerr != nil {
+		return bwRow{}, fmt.Errorf("the reverse direction (DST to SRC): %w", rerr)
+	}
+	return fw.add(rv), nil
+}
+
+// verifyBoth checks the destination memory of every pair, both ways.
+func verifyBoth(conns, rconns []*perfConn, op nic.WROpcode, size int) error {
+	if err := verifyBuffers(conns, op, size); err != nil {
+		return err
+	}
+	if err := verifyBuffers(rconns, op, size); err != nil {
+		return fmt.Errorf("the reverse direction (DST to SRC): %w", err)
+	}
+	return nil
 }
 
 // runLatency is the latency loop: nicd's Pair.Latency, in chunks until

@@ -250,6 +250,79 @@ func TestPerfLab(t *testing.T) {
 		}
 	})
 
+	t.Run("bidirectional", func(t *testing.T) {
+		// -b: both ways at once, each way's memory checked, the row the
+		// sum of the two directions. -u 18 gives the daemons room on a
+		// busy machine: two loops share its CPUs.
+		for _, c := range []struct{ test, title string }{
+			{"write_bw", "RDMA_Write Bidirectional BW Test"}, {"read_bw", "RDMA_Read Bidirectional BW Test"}, {"send_bw", "Send Bidirectional BW Test"},
+		} {
+			out := e.mustRun(t, "perf", c.test, h1, h2, "-b", "-s", "16384", "-n", "400", "-u", "18")
+			if !strings.Contains(out, c.title) || strings.Count(out, " local address:") != 2 || !strings.Contains(out, "(1 size(s), both ways)") {
+				t.Errorf("%s -b:\n%s", c.test, out)
+			}
+			if f := perfRow(t, out, perfHeadBW); f[0] != "16384" || f[1] != "400" || perfFloat(t, f[3]) <= 0 {
+				t.Errorf("%s -b row %q", c.test, f)
+			}
+		}
+	})
+
+	t.Run("run_infinitely", func(t *testing.T) {
+		// A row every -D seconds until Ctrl-C, which ends the run with
+		// perftest's exit status (130, its death by SIGINT) and a closed
+		// table; the JSON file holds every period reported.
+		js := filepath.Join(dir, "inf.json")
+		out, errOut, err := e.interruptAt(t, " 8192 ", "perf", "write_bw", h1, h2, "--run_infinitely", "-D", "1", "-s", "8192", "-u", "18", "-b", "--out_json_file", js)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 || !strings.Contains(errOut, "--run_infinitely ended after") {
+			t.Fatalf("interrupted --run_infinitely: %v, stderr %q\n%s", err, errOut, out)
+		}
+		if f := perfRow(t, out, perfHeadBW); f[0] != "8192" || f[2] != "0.00" || perfFloat(t, f[1]) < 1 || perfFloat(t, f[3]) <= 0 {
+			t.Errorf("--run_infinitely row %q", f)
+		}
+		if !strings.HasSuffix(out, perfLine+"\n") {
+			t.Errorf("--run_infinitely: the table is not closed:\n%s", out)
+		}
+		b, err := os.ReadFile(js)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			TestInfo struct {
+				Test          string `json:"test"`
+				RunInfinitely bool   `json:"run_infinitely"`
+				Duration      int    `json:"Duration"`
+			} `json:"test_info"`
+			AllResults []struct {
+				MsgSize  int  `json:"MsgSize"`
+				Verified bool `json:"data_verified"`
+			} `json:"all_results"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || !doc.TestInfo.RunInfinitely || doc.TestInfo.Duration != 1 ||
+			doc.TestInfo.Test != "RDMA_Write Bidirectional BW Test" || len(doc.AllResults) < 1 || !doc.AllResults[0].Verified || doc.AllResults[0].MsgSize != 8192 {
+			t.Errorf("--run_infinitely --out_json_file: %v\n%s", err, b)
+		}
+		e.mustRun(t, "perf", "write_bw", h1, h2, "-n", "100")
+	})
+
+	t.Run("post_list-histogram", func(t *testing.T) {
+		out := e.mustRun(t, "perf", "send_bw", h1, h2, "-l", "8", "-n", "800")
+		if !strings.Contains(out, "Send Post List BW Test") || !strings.Contains(out, " Post List       : 8\n CQ Moderation   : 8\n") {
+			t.Errorf("send_bw -l 8:\n%s", out)
+		}
+		if f := perfRow(t, out, perfHeadBW); f[1] != "800" || perfFloat(t, f[3]) <= 0 {
+			t.Errorf("send_bw -l 8 row %q", f)
+		}
+		out = e.mustRun(t, "perf", "write_lat", h1, h2, "-n", "50", "-H", "-U")
+		if n := strings.Count(out, "#, usec\n"); n != 2 || !regexp.MustCompile(`(?m)^50, [0-9.e+-]+$`).MatchString(out) {
+			t.Errorf("write_lat -H -U: %d sample lists:\n%s", n, out)
+		}
+		// The row follows the header printed again after the samples.
+		if f := perfRow(t, out[strings.LastIndex(out, perfLine+"\n"+perfHeadLat):], perfHeadLat); f[1] != "50" {
+			t.Errorf("write_lat -H -U row %q", f)
+		}
+	})
+
 	t.Run("interrupted", func(t *testing.T) {
 		// Ctrl-C ends a run at once with a line that says so; the emunics
 		// stop their loops with the closed connections, and the next run
@@ -285,6 +358,8 @@ func TestPerfLab(t *testing.T) {
 			{[]string{"write_bw", h1, h2, "-u", "40"}, "-u/--qp-timeout 40"},
 			{[]string{"write_bw", h1, h2, "-s", "x"}, "-s/--size x: a whole number of bytes"},
 			{[]string{"write_bw", h1, h2, "--bogus"}, "unknown flag: --bogus"},
+			{[]string{"write_lat", h1, h2, "-C"}, "-C/--report-cycles"},
+			{[]string{"write_lat", h1, h2, "--run_infinitely"}, "--run_infinitely: the bandwidth tests only"},
 			{[]string{"write_bw", h1}, "accepts 3 arg(s), received 2"},
 			{[]string{"write_bw", h1, h2, "--out_json_file", filepath.Join(dir, "no", "such", "dir.json")}, "--out_json_file " + filepath.Join(dir, "no", "such", "dir.json")},
 			{[]string{"write_bw", h1, h2, "--out_json", filepath.Join(dir, "r.json")}, "--out_json is a switch (perftest's) and takes no file"},

@@ -33,6 +33,10 @@ const (
 	perfRowLatDur    = " %-7d       %-10d           %-7.2f        %-7.2f\n"
 	perfBytesPerMiB  = 1 << 20
 	perfBytesPerGbit = 125_000_000
+	// --cpu_util's column: RESULT_EXT_CPU_UTIL after the header,
+	// REPORT_EXT_CPU_UTIL after the row.
+	perfHeadCPU = "    CPU_Util[%]"
+	perfRowCPU  = "\t    %-3.2f"
 )
 
 // bwRow is one size's bandwidth result. Rates are bytes per second.
@@ -43,6 +47,19 @@ type bwRow struct {
 	Average  float64
 	MsgRate  float64 // messages per second
 	Verified bool
+	// CPU is the machine's CPU utilisation over the run, in percent
+	// (--cpu_util); nil: not measured.
+	CPU *float64
+}
+
+// add sums two directions' rows of a bidirectional run, as perftest's
+// print_full_bw_report adds the remote side's report to its own: peak,
+// average and message rate; the iterations stay one direction's.
+func (r bwRow) add(o bwRow) bwRow {
+	r.Peak += o.Peak
+	r.Average += o.Average
+	r.MsgRate += o.MsgRate
+	return r
 }
 
 // toLabTime converts a row measured on the wall clock to the time of a lab
@@ -71,17 +88,35 @@ func bwUnit(bps float64, gbits bool) float64 {
 	return bps / perfBytesPerMiB
 }
 
-func writeBWHeader(w io.Writer, gbits bool) {
+// writeBWHeader writes the table's opening line and header; cpu adds
+// --cpu_util's column.
+func writeBWHeader(w io.Writer, gbits, cpu bool) {
 	fmt.Fprintln(w, perfLine)
+	h := perfHeadBW
 	if gbits {
-		fmt.Fprintln(w, perfHeadBWGbits)
-	} else {
-		fmt.Fprintln(w, perfHeadBW)
+		h = perfHeadBWGbits
 	}
+	fmt.Fprintln(w, h+cpuHead(cpu))
+}
+
+func cpuHead(cpu bool) string {
+	if cpu {
+		return perfHeadCPU
+	}
+	return ""
+}
+
+// cpuCell is a row's --cpu_util cell, before the newline.
+func cpuCell(cpu *float64) string {
+	if cpu == nil {
+		return ""
+	}
+	return fmt.Sprintf(perfRowCPU, *cpu)
 }
 
 func writeBWRow(w io.Writer, r bwRow, gbits bool) {
-	fmt.Fprintf(w, perfRowBW, r.Size, r.Iters, bwUnit(r.Peak, gbits), bwUnit(r.Average, gbits), r.MsgRate/1e6)
+	row := fmt.Sprintf(perfRowBW, r.Size, r.Iters, bwUnit(r.Peak, gbits), bwUnit(r.Average, gbits), r.MsgRate/1e6)
+	fmt.Fprint(w, strings.TrimSuffix(row, "\n")+cpuCell(r.CPU)+"\n")
 }
 
 // latStats are perftest's latency statistics of one size, in
@@ -100,6 +135,8 @@ type latStats struct {
 	TPS     float64 // transactions per second (duration mode)
 	// Verified: the destination held the source's bytes after the run.
 	Verified bool
+	// CPU is --cpu_util's figure (duration runs); nil: not measured.
+	CPU *float64
 }
 
 // perfLatTail is perftest's LAT_MEASURE_TAIL: the largest samples left
@@ -169,22 +206,66 @@ func newLatStats(size int, samples []time.Duration, wall time.Duration, duration
 	return st
 }
 
-func writeLatHeader(w io.Writer, duration bool) {
+// writeLatHeader writes the table's opening line and header; cpu adds
+// --cpu_util's column.
+func writeLatHeader(w io.Writer, duration, cpu bool) {
 	fmt.Fprintln(w, perfLine)
 	if duration {
-		fmt.Fprintln(w, perfHeadLatDur)
+		fmt.Fprintln(w, perfHeadLatDur+cpuHead(cpu))
 	} else {
-		fmt.Fprintln(w, perfHeadLat)
+		fmt.Fprintln(w, perfHeadLat+cpuHead(cpu))
 	}
 }
 
 func writeLatRow(w io.Writer, s latStats, duration bool) {
+	var row string
 	if duration {
-		fmt.Fprintf(w, perfRowLatDur, s.Size, s.Iters, s.Avg, s.TPS)
+		row = fmt.Sprintf(perfRowLatDur, s.Size, s.Iters, s.Avg, s.TPS)
+	} else {
+		row = fmt.Sprintf(perfRowLat, s.Size, s.Iters, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999)
+	}
+	fmt.Fprint(w, strings.TrimSuffix(row, "\n")+cpuCell(s.CPU)+"\n")
+}
+
+// writeLatSamples is perftest's -U and -H output (print_report_lat): a
+// "#, usec" line, then one "N, value" line per sample, numbered from 1,
+// the value printed as C's %g. -U prints every sample in the order
+// measured; -H the samples sorted, without the perfLatTail largest that
+// the statistics leave out. With either, the samples have pushed the
+// table's header out of sight: it is printed again (the caller prints the
+// row after it), as perftest does. samples are in the lab's time.
+func writeLatSamples(w io.Writer, samples []time.Duration, unsorted, histogram, duration, cpu bool) {
+	if !unsorted && !histogram {
 		return
 	}
-	fmt.Fprintf(w, perfRowLat, s.Size, s.Iters, s.Min, s.Max, s.Typical, s.Avg, s.Stdev, s.P99, s.P999)
+	us := make([]float64, len(samples))
+	for i, s := range samples {
+		us[i] = float64(s) / float64(time.Microsecond)
+	}
+	list := func(v []float64) {
+		fmt.Fprintln(w, "#, usec")
+		for i, x := range v {
+			fmt.Fprintf(w, "%d, %s\n", i+1, cG(x))
+		}
+	}
+	if unsorted {
+		list(us)
+	}
+	if histogram {
+		sorted := slices.Clone(us)
+		slices.Sort(sorted)
+		if m := len(sorted) - perfLatTail; m >= 1 {
+			sorted = sorted[:m]
+		}
+		list(sorted)
+	}
+	writeLatHeader(w, duration, cpu)
 }
+
+// cG formats v as C's printf("%g"): six significant digits, trailing
+// zeros dropped, an exponent (two digits at least) below 1e-4 or from
+// 1e6. strconv's 'g' with precision 6 is exactly that.
+func cG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
 // perfSide is one side's address line: what perftest exchanges.
 type perfSide struct {
@@ -231,6 +312,8 @@ type perfBanner struct {
 	// Dilation is the lab's time_dilation N; above 1 the banner says the
 	// figures are in the lab's time.
 	Dilation int
+	// PostList is -l; above 1 the banner has perftest's Post List line.
+	PostList int
 }
 
 // linkType is perftest's "Link type": IB when the ports have LIDs.
@@ -257,6 +340,9 @@ func writeBanner(w io.Writer, b perfBanner) {
 	kv("Connection type", "RC", "Using SRQ", "OFF")
 	kv("PCIe relax order", "OFF", "Lock-free", "OFF")
 	kv("TX depth", fmt.Sprint(b.Depth), "", "")
+	if b.PostList > 1 {
+		kv("Post List", fmt.Sprint(b.PostList), "", "")
+	}
 	if !b.Lat {
 		kv("CQ Moderation", fmt.Sprint(b.CQMod), "", "")
 	}
@@ -336,6 +422,13 @@ type perfJSONInfo struct {
 	// TimeDilation is the lab's time_dilation when above 1: the results
 	// are in the lab's time.
 	TimeDilation int `json:"time_dilation,omitempty"`
+	// PostList is -l above 1 (perftest's Post_List key).
+	PostList int `json:"Post_List,omitempty"`
+	// RunInfinitely: the file is rewritten after every period of
+	// Duration seconds; results is the last period's, all_results every
+	// period's so far.
+	RunInfinitely bool `json:"run_infinitely,omitempty"`
+	Duration      int  `json:"Duration,omitempty"`
 }
 
 type bwJSON struct {
@@ -344,7 +437,9 @@ type bwJSON struct {
 	BWPeak      float64 `json:"BW_peak"`
 	BWAverage   float64 `json:"BW_average"`
 	MsgRate     float64 `json:"MsgRate"`
-	Verified    bool    `json:"data_verified"`
+	// CPUUtil is perftest's CPU_util (--cpu_util).
+	CPUUtil  *float64 `json:"CPU_util,omitempty"`
+	Verified bool     `json:"data_verified"`
 }
 
 type latJSON struct {
@@ -358,6 +453,7 @@ type latJSON struct {
 	P99         *float64 `json:"percentile_99,omitempty"`
 	P999        *float64 `json:"percentile_99.9,omitempty"`
 	TPS         *float64 `json:"tps_average,omitempty"`
+	CPUUtil     *float64 `json:"CPU_util,omitempty"`
 	Verified    bool     `json:"data_verified"`
 }
 
@@ -375,12 +471,20 @@ func round6(v float64) float64 {
 
 func bwResultJSON(r bwRow, gbits bool) bwJSON {
 	return bwJSON{MsgSize: r.Size, NIterations: r.Iters, BWPeak: round2(bwUnit(r.Peak, gbits)),
-		BWAverage: round2(bwUnit(r.Average, gbits)), MsgRate: round6(r.MsgRate / 1e6), Verified: r.Verified}
+		BWAverage: round2(bwUnit(r.Average, gbits)), MsgRate: round6(r.MsgRate / 1e6), CPUUtil: cpuJSON(r.CPU), Verified: r.Verified}
+}
+
+func cpuJSON(cpu *float64) *float64 {
+	if cpu == nil {
+		return nil
+	}
+	v := round2(*cpu)
+	return &v
 }
 
 func latResultJSON(s latStats, duration bool) latJSON {
 	p := func(v float64) *float64 { v = round2(v); return &v }
-	j := latJSON{MsgSize: s.Size, NIterations: s.Iters, TAvg: round2(s.Avg), Verified: s.Verified}
+	j := latJSON{MsgSize: s.Size, NIterations: s.Iters, TAvg: round2(s.Avg), CPUUtil: cpuJSON(s.CPU), Verified: s.Verified}
 	if duration {
 		j.TPS = p(s.TPS)
 		return j

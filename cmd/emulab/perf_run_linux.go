@@ -138,7 +138,7 @@ type bwRun struct {
 // is kept stocked by its emunic (nicd perf_recv) for a run of iters
 // messages; a -D run, whose count nobody knows before it ends, is
 // restocked from here.
-func runBandwidth(p *nicd.Pair, op nic.WROpcode, size, iters int, duration time.Duration, cqMod int) (bwRun, error) {
+func runBandwidth(p *nicd.Pair, op nic.WROpcode, size, iters int, duration time.Duration, cqMod, postList int) (bwRun, error) {
 	var r bwRun
 	var restock *perfRestock
 	var recv *nicd.Receiver
@@ -161,7 +161,7 @@ func runBandwidth(p *nicd.Pair, op nic.WROpcode, size, iters int, duration time.
 	res, err := p.A.PerfBW(&nicd.BWParams{QP: p.AQP.Handle, CQ: p.ACQ,
 		WR: nicd.WorkRequest{Opcode: op, SG: []nicd.SGE{{Addr: p.AMR.Addr, Length: uint32(size), LKey: p.AMR.LKey}},
 			RemoteAddr: p.BMR.Addr, RKey: p.BMR.RKey},
-		Depth: p.Depth, Iters: iters, CQMod: cqMod, DurationMs: int(duration / time.Millisecond)})
+		Depth: p.Depth, Iters: iters, CQMod: cqMod, PostList: postList, DurationMs: int(duration / time.Millisecond)})
 	if recv != nil {
 		got, rerr := recv.Wait(err != nil)
 		if err == nil && rerr == nil && got.Msgs != res.Msgs {
@@ -274,12 +274,12 @@ func (rs *perfRestock) stop() {
 }
 
 // bwAggregate runs every pair's bandwidth loop at once and sums them.
-func bwAggregate(conns []*perfConn, op nic.WROpcode, size, iters int, duration time.Duration, cqMod int, noPeak bool) (bwRow, error) {
+func bwAggregate(conns []*perfConn, op nic.WROpcode, size, iters int, duration time.Duration, cqMod, postList int, noPeak bool) (bwRow, error) {
 	runs := make([]bwRun, len(conns))
 	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
 	for i, c := range conns {
-		wg.Go(func() { runs[i], errs[i] = runBandwidth(c.pair, op, size, iters, duration, cqMod) })
+		wg.Go(func() { runs[i], errs[i] = runBandwidth(c.pair, op, size, iters, duration, cqMod, postList) })
 	}
 	wg.Wait()
 	for i, err := range errs {
