@@ -32,9 +32,12 @@ func (d *decoder) checkStormInterval(s *Spec) {
 			continue
 		}
 		rate := n.Ports[0].Link.Rate
-		if floor := clock.SerializationTime(wire.MACControlFrameSize, rate); st.Interval < floor {
-			d.errorf("topology.nodes."+n.Name+".pfc_storm.interval", "interval %v is shorter than one PFC frame on %s's %s link (%d bytes: %v): XOFFs cannot leave faster; 0 re-sends every half of the pause",
-				st.Interval, n.Name, FormatRate(rate), wire.MACControlFrameSize, floor)
+		// The frame and its preamble, FCS and inter-frame gap: what a
+		// back-to-back XOFF takes on the wire.
+		size := wire.MACControlFrameSize + wire.EthernetOverhead
+		if floor := clock.SerializationTime(size, rate); st.Interval < floor {
+			d.errorf("topology.nodes."+n.Name+".pfc_storm.interval", "interval %v is shorter than one PFC frame on %s's %s link (%d bytes with preamble, FCS and gap: %v): XOFFs cannot leave faster; 0 re-sends every half of the pause",
+				st.Interval, n.Name, FormatRate(rate), size, floor)
 		}
 	}
 }

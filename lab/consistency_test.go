@@ -118,11 +118,11 @@ func TestStormIntervalFloor(t *testing.T) {
 		return replace("    h2: {kind: nic}", "    h2:\n      kind: nic\n      pfc_storm:\n        priority: 3\n        interval: "+iv)
 	}
 	_, err := Parse("t.yaml", []byte(storm("1ps")))
-	want := `t.yaml:11: topology.nodes.h2.pfc_storm.interval: interval 1ps is shorter than one PFC frame on h2's 100G link (60 bytes: 4.8ns): XOFFs cannot leave faster; 0 re-sends every half of the pause`
+	want := `t.yaml:11: topology.nodes.h2.pfc_storm.interval: interval 1ps is shorter than one PFC frame on h2's 100G link (84 bytes with preamble, FCS and gap: 6.72ns): XOFFs cannot leave faster; 0 re-sends every half of the pause`
 	if err == nil || strings.SplitN(err.Error(), "\n", 2)[0] != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
-	for _, iv := range []string{"4.8ns", "0", "2us"} {
+	for _, iv := range []string{"6.72ns", "0", "2us"} {
 		if _, err := Parse("t.yaml", []byte(storm(iv))); err != nil {
 			t.Errorf("interval %s: %v", iv, err)
 		}

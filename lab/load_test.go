@@ -140,7 +140,7 @@ func TestParseErrors(t *testing.T) {
 			`pg_lossless_profile: {pool: ingress_lossless_pool, dynamic_th: -3, xoff: 2048}`), `"3": pg_lossless`, `"0": ingress_lossy_profile`, 1),
 			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless_profile.xoff: xoff 2048 bytes is smaller than one MTU frame (4222 bytes on sw1:p1, MTU 4200)`},
 		{"pfc_refresh below a frame", replace(`sw1: {kind: switch, ports: 4}`, `sw1: {kind: switch, ports: 4, pfc_refresh: 1ns}`),
-			`t.yaml:6: topology.nodes.sw1.pfc_refresh: 1ns is shorter than one PFC frame on sw1:p1 (4.8ns at 100G)`},
+			`t.yaml:6: topology.nodes.sw1.pfc_refresh: 1ns is shorter than one PFC frame on sw1:p1 (6.72ns at 100G)`},
 		{"pfc_refresh above the pause", replace(`sw1: {kind: switch, ports: 4}`, `sw1: {kind: switch, ports: 4, pfc_refresh: 10ms}`),
 			`t.yaml:6: topology.nodes.sw1.pfc_refresh: 10ms is not shorter than the pause an XOFF asks for on sw1:p1 (65535 quanta at 100G: 335.539us): the peer would resume between refreshes`},
 		{"dynamic_th high", replace(`dynamic_th: -3`, `dynamic_th: 8`),

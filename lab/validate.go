@@ -125,7 +125,8 @@ func (d *decoder) validate(s *Spec) {
 
 // validatePFCRefresh checks a switch's pfc_refresh against each port's
 // link: shorter than the pause its XOFF asks for (or the peer resumes
-// between refreshes), and no shorter than one PFC frame on the wire (a
+// between refreshes), and no shorter than one PFC frame on the wire, its
+// preamble, FCS and inter-frame gap included (a
 // refresh per frame time keeps the port busy with nothing but PFC).
 func (d *decoder) validatePFCRefresh(n *Node) {
 	quanta := n.PFCQuanta
@@ -138,7 +139,7 @@ func (d *decoder) validatePFCRefresh(n *Node) {
 			continue
 		}
 		pause := wire.QuantaToTime(quanta, p.Link.Rate)
-		frame := clock.SerializationTime(wire.MACControlFrameSize, p.Link.Rate)
+		frame := clock.SerializationTime(wire.MACControlFrameSize+wire.EthernetOverhead, p.Link.Rate)
 		switch {
 		case n.PFCRefresh >= pause:
 			d.errorf(path, "%v is not shorter than the pause an XOFF asks for on %s (%d quanta at %s: %v): the peer would resume between refreshes",

@@ -217,15 +217,17 @@ func (n *NIC) start(p int, f *frame.Frame, now clock.Time) bool {
 	return true
 }
 
-// transmit starts f now: the port is busy until its tail has left. MAC
-// control frames (data false) are not a priority's traffic.
+// transmit starts f now: the port is busy until its tail and the wire
+// overhead after it (wire.Overhead: preamble, FCS and inter-frame gap on
+// Ethernet) have left. MAC control frames (data false) are not a
+// priority's traffic.
 func (n *NIC) transmit(f *frame.Frame, now clock.Time, data bool) {
 	l := len(f.Data)
 	f.TailAt = now + clock.SerializationTime(l, n.cfg.Rate)
 	if f.Born == 0 {
 		f.Born = now
 	}
-	n.busyUntil = f.TailAt
+	n.busyUntil = now + clock.SerializationTime(l+wire.Overhead(n.ib()), n.cfg.Rate)
 	n.port.TxPacketsPhy++
 	n.port.TxBytesPhy += uint64(l)
 	if data {

@@ -136,3 +136,22 @@ func TestCNPForUnknownQP(t *testing.T) {
 			p.a.Count(RxUnknownQP), p.a.Count(RPCNPIgnored), p.a.Count(RPCNPHandled))
 	}
 }
+
+// TestPaceCountsWireOverhead: a QP held below the line rate paces its data
+// packets on the wire's bytes, the per-frame overhead (preamble, FCS and
+// inter-frame gap: 24 bytes on Ethernet) included, so a QP at rate r takes
+// r of the link whatever its packet size. Before, a 1000-byte packet at
+// 10 Gb/s was followed 800 ns later, 819.2 ns on the wire, and the
+// 138-byte packets of 64-byte WRITEs took 17 % more of the link than the
+// rate.
+func TestPaceCountsWireOverhead(t *testing.T) {
+	p := newPair(t, pairOpts{})
+	q := &QP{nic: p.a, rp: &cc.Fixed{BPS: 10e9}, lastStart: 5 * clock.Microsecond, lastLen: 1000}
+	if got, want := q.paceAt(), 5*clock.Microsecond+clock.SerializationTime(1000+wire.EthernetOverhead, 10e9); got != want {
+		t.Errorf("next packet at %v, want %v (1024 wire bytes at 10 Gb/s after the last start)", got, want)
+	}
+	q.rp = &cc.Fixed{BPS: 100e9}
+	if got := q.paceAt(); got != 0 {
+		t.Errorf("a QP at the line rate paced to %v: the port's serialization is the limit", got)
+	}
+}

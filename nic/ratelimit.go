@@ -12,9 +12,15 @@ import (
 // Per-QP rate limiting and DCQCN plumbing. Data-bearing packets of a QP
 // (requests it sends, READ responses it returns) are paced at the QP's
 // congestion-control rate: the next may start when the previous one would
-// have finished at that rate, next = last start + bytes*8/rate. ACKs, NAKs
-// and CNPs are never paced. The algorithm (cc.Algorithm) is a pure state
-// machine; its one timer per QP is armed at NextDeadline.
+// have finished at that rate, next = last start + bytes*8/rate. The bytes
+// are the packet's wire bytes, its per-frame overhead (wire.Overhead)
+// included, as a hardware rate limiter paces the link's time: a QP held to
+// rate r takes that share of the link whatever its packet size, and the
+// DCQCN rate, whose ceiling is the line rate, means the same bits per
+// second as the link's. (The reaction point's byte counter still counts
+// packet bytes.) ACKs, NAKs and CNPs are never paced. The algorithm
+// (cc.Algorithm) is a pure state machine; its one timer per QP is armed at
+// NextDeadline.
 
 // paceAt is when the QP may start its next data packet.
 func (q *QP) paceAt() clock.Time {
@@ -25,7 +31,7 @@ func (q *QP) paceAt() clock.Time {
 	if r >= q.nic.cfg.Rate {
 		return 0 // the port's own serialization is the limit
 	}
-	return q.lastStart + clock.SerializationTime(q.lastLen, r)
+	return q.lastStart + clock.SerializationTime(q.lastLen+wire.Overhead(q.nic.ib()), r)
 }
 
 // sentData records a paced packet of l wire bytes started now.

@@ -118,7 +118,11 @@ func Summary(w io.Writer, spec *lab.Spec, r *sim.Results) error {
 	}
 
 	if links := busiest(spec, r, 8); len(links) > 0 {
-		fmt.Fprintf(ew, "\nBusiest link directions (share of the run spent serializing)\n")
+		what := "frames with their preamble, FCS and inter-frame gap"
+		if spec.Fabric == lab.FabricIB {
+			what = "packets"
+		}
+		fmt.Fprintf(ew, "\nBusiest link directions (share of the run spent on %s)\n", what)
 		t := &Table{Header: []string{"from", "to", "rate", "busy", "data frames", "link drops"}, Right: []bool{false, false, true, true, true, true}}
 		for _, l := range links {
 			t.Add(l...)

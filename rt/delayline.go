@@ -93,6 +93,9 @@ func NewDelayLine(clk *Clock, cfg PacerConfig, sink func(f *frame.Frame, release
 	return d
 }
 
+// Config returns the wire's configuration.
+func (d *DelayLine) Config() PacerConfig { return d.cfg }
+
 // SetRate and SetDelay change the wire; frames already booked keep their
 // times.
 func (d *DelayLine) SetRate(bps uint64) {

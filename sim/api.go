@@ -198,7 +198,7 @@ type FlowConfig struct {
 	Dst     []string
 	Kind    FlowKind
 	Pattern Pattern
-	Rate    uint64 // bits/s on the wire; zero: the source link rate
+	Rate    uint64 // bits/s on the wire, frame overhead included (wire.Overhead); zero: the source link rate
 	Size    SizeDist
 	Count   int        // messages; zero: unlimited until Stop
 	Start   clock.Time // first message

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // flow is one traffic source and its bookkeeping.
@@ -325,7 +326,8 @@ func (f *flow) finish() {
 func (f *flow) sent(now clock.Time, wireLen, payload int) {
 	f.remain -= payload
 	f.msgOff += payload
-	f.nextAt = max(f.nextAt, now) + clock.SerializationTime(wireLen, f.rate)
+	// The rate is on the wire: it counts the frame's wire overhead.
+	f.nextAt = max(f.nextAt, now) + clock.SerializationTime(wireLen+wire.Overhead(f.src.ib()), f.rate)
 	f.res.TxFrames++
 	f.res.TxBytes += uint64(payload)
 	f.res.TxWireBytes += uint64(wireLen)

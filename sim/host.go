@@ -254,12 +254,13 @@ func (h *Host) kick() {
 	}
 }
 
-// transmit puts fr on the wire now and marks the port busy until its tail.
+// transmit puts fr on the wire now and marks the port busy until its tail
+// and the wire overhead after it (wire.Overhead) have left.
 func (h *Host) transmit(fr *frame.Frame) {
 	now := h.s.now
-	ser := clock.SerializationTime(len(fr.Data), h.link.Cfg.Rate)
-	fr.TailAt = now + ser
-	h.busyUntil = fr.TailAt
+	n := len(fr.Data)
+	fr.TailAt = now + clock.SerializationTime(n, h.link.Cfg.Rate)
+	h.busyUntil = now + clock.SerializationTime(n+wire.Overhead(h.ib()), h.link.Cfg.Rate)
 	h.Stats.TxFrames++
 	h.Stats.TxBytes += uint64(len(fr.Data))
 	h.tx.Transmit(fr)

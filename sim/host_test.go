@@ -28,7 +28,8 @@ func pair(t testing.TB, opt Options, lc LinkConfig, fabric Fabric, flows ...Flow
 }
 
 // TestHostPairTiming: one 64 KiB RDMA WRITE over one link completes at
-// exactly the sum of the packets' serialization times plus the delay.
+// exactly the sum of the packets' serialization times and wire overheads
+// (but the last one's) plus the delay.
 func TestHostPairTiming(t *testing.T) {
 	for _, fab := range []Fabric{FabricRoCE, FabricIB} {
 		const msg = 64 << 10
@@ -52,7 +53,11 @@ func TestHostPairTiming(t *testing.T) {
 		} else {
 			hdr, first = 8+12+4+2, 16
 		}
-		want := clock.SerializationTime(4096+hdr+first, 100e9) + 15*clock.SerializationTime(4096+hdr, 100e9) + clock.Microsecond
+		// Each packet but the last also holds the link for its wire
+		// overhead (preamble, FCS and gap on Ethernet) before the next.
+		ovh := wire.Overhead(fab == FabricIB)
+		want := clock.SerializationTime(4096+hdr+first+ovh, 100e9) + 14*clock.SerializationTime(4096+hdr+ovh, 100e9) +
+			clock.SerializationTime(4096+hdr, 100e9) + clock.Microsecond
 		if f.FCT != want {
 			t.Errorf("%v: FCT %v, want %v", fab, f.FCT, want)
 		}

@@ -50,9 +50,11 @@ type LinkStats struct {
 	TxFrames              uint64 // handed to the link
 	Corrupted             uint64 // delivered with a flipped byte
 	Drops                 [numLinkDrops]uint64
-	// Busy is the serialization time of every frame handed to the link,
-	// up to the end of the run (or now): Busy / elapsed is the
-	// direction's utilisation, at most 1.
+	// Busy is the time every frame handed to the link held it, its
+	// serialization and the per-frame wire overhead (wire.Overhead: on
+	// Ethernet the preamble, FCS and inter-frame gap), up to the end of
+	// the run (or now): Busy / elapsed is the direction's utilisation, at
+	// most 1, and 1 on a saturated link.
 	Busy clock.Time
 	// DataBusy is Busy for data frames only.
 	DataBusy clock.Time
@@ -86,8 +88,9 @@ type linkDir struct {
 	head, n int
 	timer   *timer
 	Stats   LinkStats
-	// serEnd is when the last frame handed to the link finishes
-	// serializing; lastData says whether it was a data frame. Frames are
+	// serEnd is when the link is free of the last frame handed to it
+	// (its tail and wire overhead); lastData says whether it was a data
+	// frame. Frames are
 	// serialized one after the other, so only that frame can still be
 	// going out at the end of the run (see stats).
 	serEnd   clock.Time
@@ -120,19 +123,22 @@ func (d *linkDir) stats(now clock.Time) LinkStats {
 
 // Transmit starts f on the link now. f.TailAt is the sender's tail time; if
 // it is earlier than the serialization allows (or unset) it is corrected to
-// now + ser(len). Ownership of f passes to the link.
+// now + ser(len). The sender keeps the link for the frame's wire overhead
+// after its tail (wire.Overhead); the link counts that time busy. Ownership
+// of f passes to the link.
 func (d *linkDir) Transmit(f *frame.Frame) {
 	l := d.l
 	s := l.s
 	now := s.now
 	n := len(f.Data)
 	ser := clock.SerializationTime(n, l.Cfg.Rate)
+	occ := clock.SerializationTime(n+wire.Overhead(d.to.ib()), l.Cfg.Rate)
 	d.Stats.TxFrames++
 	if d.Stats.FirstTx == 0 && d.Stats.TxFrames == 1 {
 		d.Stats.FirstTx = now
 	}
-	d.Stats.Busy += ser
-	d.serEnd, d.lastData = now+ser, false
+	d.Stats.Busy += occ
+	d.serEnd, d.lastData = now+occ, false
 	if f.TailAt < now+ser {
 		f.TailAt = now + ser
 	}
@@ -144,7 +150,7 @@ func (d *linkDir) Transmit(f *frame.Frame) {
 			d.Stats.FirstDataTx = now
 		}
 		d.Stats.LastDataTail = max(d.Stats.LastDataTail, f.TailAt)
-		d.Stats.DataBusy += ser
+		d.Stats.DataBusy += occ
 		d.lastData = true
 	}
 	if !l.up {

@@ -95,8 +95,9 @@ type LinkResult struct {
 	Dir [2]LinkStats
 }
 
-// Utilisation is the fraction of [from, to] direction d spent serializing
-// frames, assuming the direction was busy only within that window.
+// Utilisation is the fraction of [from, to] direction d spent on frames,
+// their wire overhead included (Busy), assuming the direction was busy only
+// within that window: 1 on a saturated link.
 func (l *LinkResult) Utilisation(d int, from, to clock.Time) float64 {
 	if to <= from {
 		return 0

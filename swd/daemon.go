@@ -36,6 +36,7 @@ import (
 	"github.com/emufabric/emufabric/rt"
 	"github.com/emufabric/emufabric/sim"
 	"github.com/emufabric/emufabric/switchcore"
+	"github.com/emufabric/emufabric/wire"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
@@ -217,10 +218,14 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		// egress.
 		p.nicPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindNIC
 		p.both = p.bind != nil && (p.bind.Kind == TAPLink || p.nicPeer)
-		p.out = rt.NewDelayLine(d.clk, rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: p.headBytes}, p.toPeer)
+		// The wire is free for the next frame its per-frame overhead
+		// (preamble, FCS, inter-frame gap) after a tail, as the engine's
+		// egress and the simulator's links count it.
+		ovh := wire.Overhead(d.ib)
+		p.out = rt.NewDelayLine(d.clk, rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: p.headBytes, Overhead: ovh}, p.toPeer)
 		p.out.Lossless = d.ib
 		if p.both {
-			in := rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: d.headBytes}
+			in := rt.PacerConfig{Rate: p.rate, Delay: p.delay, HeadBytes: d.headBytes, Overhead: ovh}
 			if p.nicPeer {
 				in = rt.PacerConfig{Rate: rt.Unpaced, Delay: p.delay}
 			}

@@ -3,6 +3,7 @@ package switchcore
 import (
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // The transmitter of a port: one frame on the wire at a time, the next one
@@ -80,26 +81,30 @@ func (s *Switch) tryTx(p *port) {
 }
 
 // transmit puts f on p's wire starting now. A cut-through frame cannot
-// finish before its own tail has arrived.
+// finish before its own tail has arrived. The wire takes the next frame
+// the per-frame overhead (wire.Overhead: preamble, FCS and inter-frame gap
+// on Ethernet) after the tail.
 func (s *Switch) transmit(p *port, f *frame.Frame, now clock.Time, ct bool) {
-	tail := now + clock.SerializationTime(f.Len(), p.speed)
+	n := f.Len()
+	ovh := wire.Overhead(s.cfg.Fabric == FabricIB)
+	tail := now + clock.SerializationTime(n, p.speed)
+	p.busyUntil = now + clock.SerializationTime(n+ovh, p.speed)
 	if ct && f.TailAt > tail {
 		tail = f.TailAt
+		p.busyUntil = tail + clock.SerializationTime(ovh, p.speed)
 	}
 	f.TailAt = tail
-	p.busyUntil = tail
-	n := uint64(f.Len())
 	p.c.TxPacketsPhy++
-	p.c.TxBytesPhy += n
+	p.c.TxBytesPhy += uint64(n)
 	if s.cfg.Fabric == FabricIB {
 		countIBPacket(&p.c.XmitPkts, &p.c.XmitData, f.Len())
 	}
 	if f.InPort >= 0 {
 		c := &p.c.Prio[f.Priority&7]
 		c.TxPackets++
-		c.TxBytes += n
+		c.TxBytes += uint64(n)
 	}
-	p.txTimer.Reset(tail)
+	p.txTimer.Reset(p.busyUntil)
 	p.tx.Transmit(f)
 }
 

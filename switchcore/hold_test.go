@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // TestHoldTx: a held port starts no data frame, while control frames
@@ -20,8 +21,8 @@ func TestHoldTx(t *testing.T) {
 	s.Attach(1, out)
 
 	s.HoldTx(1, true)
-	const n = 8000 // 8 MB: beyond the XOFF threshold of the 12 MiB dynamic lossless pool
-	gap := clock.SerializationTime(frameLen, speed)
+	const n = 8000                                                        // 8 MB: beyond the XOFF threshold of the 12 MiB dynamic lossless pool
+	gap := clock.SerializationTime(frameLen+wire.EthernetOverhead, speed) // a frame and its preamble, FCS and gap
 	for i := range n {
 		clk.runUntil(clock.Time(i) * gap)
 		f := roce(26).build(pool)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
+	"github.com/emufabric/emufabric/wire"
 )
 
 // backlog queues n frames of each DSCP towards port 1 while it is
@@ -22,7 +23,7 @@ func backlog(t *testing.T, c *Config, dscps []uint8, n, send int) *sink {
 	}
 	out := &sink{clk: clk}
 	s.Attach(1, out)
-	clk.runUntil(clk.now + clock.SerializationTime(frameLen, 100e9)*clock.Time(send) - 1)
+	clk.runUntil(clk.now + clock.SerializationTime(frameLen+wire.EthernetOverhead, 100e9)*clock.Time(send) - 1)
 	if len(out.frames) != send {
 		t.Fatalf("sent %d frames, want %d", len(out.frames), send)
 	}

@@ -48,7 +48,7 @@ type port struct {
 	pfcq fifo // PFC frames: sent before anything else, a link-state advertisement included
 	ctrl fifo // link-state advertisements, VL15 packets: sent before any data
 
-	busyUntil clock.Time // tail time of the frame on the wire
+	busyUntil clock.Time // the wire is free: the tail of the frame on it, plus the wire overhead
 	txTimer   clock.Timer
 	ctFrame   *frame.Frame // the frame that may start before its tail arrived (cut-through)
 	inTx      bool         // tryTx is running (a release inside it may queue an XON on p)
