@@ -67,6 +67,7 @@ type Clock struct {
 	evAt             clock.Time
 
 	maxLag clock.Time
+	lag    lagStats
 	last   clock.Time // the latest time Now returned
 	inCB   bool       // a timer callback is running
 	cbAt   clock.Time // its due time (after the MaxLag bound)
@@ -323,6 +324,9 @@ func (c *Clock) catchUp() {
 // maxFiresPerPass of them; now bounds the replay (MaxLag).
 func (c *Clock) runUntil(now, due clock.Time) {
 	floor := now - c.maxLag
+	if len(c.heap.t) > 0 && c.heap.t[0].at < now {
+		c.lag.note(now-c.heap.t[0].at, c.maxLag)
+	}
 	for i := 0; i < maxFiresPerPass && len(c.heap.t) > 0 && c.heap.t[0].at <= due; i++ {
 		t := c.heap.t[0]
 		c.heap.remove(0)

@@ -336,6 +336,12 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 	fn("transport_tx_queue_drop", t.TxQueueDrops)
 	fn("transport_tx_hold", p.hold.holds)
 	fn("transport_tx_errors", t.TxErrors)
+	// The daemon's loop, the same on every port: a switch that ran late
+	// sent its XOFFs late (rt.Lag).
+	l := d.clk.Lag()
+	fn("loop_lag_max_ns", uint64(l.Max/clock.Nanosecond))
+	fn("loop_late", l.Late)
+	fn("loop_lag_dropped", l.Dropped)
 }
 
 func (d *Daemon) portStatus(p *swPort) PortStatus {

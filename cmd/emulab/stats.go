@@ -267,6 +267,7 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 			fmt.Fprintf(out, "%s: %d lossless frames arrived beyond the PG's headroom (pg<N>_headroom_overflow: admitted, not dropped; the sender reacted to XOFF later than the buffer profile allows for, as a process does in real time)\n", p.Port, v)
 		}
 	}
+	writeLoopLag(out, n, ports)
 	fmt.Fprintln(out)
 	return writeClassTable(out, ports, "PRIO\tRX_PACKETS\tTX_PACKETS\tRX_PAUSE\tRX_PAUSE_US\tTX_PAUSE\tTX_PAUSE_US\tECN_MARKED\tDROPS\tQUEUE_WM",
 		"no priority of any port counted anything yet", func(m map[string]uint64, prio int) []uint64 {
@@ -275,6 +276,22 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 				k("tx_prio%d_pause"), k("tx_prio%d_pause_duration"), k("tx_prio%d_ecn_marked"),
 				sumPrefix(m, fmt.Sprintf("prio%d_drop_", prio)), k("queue%d_watermark")}
 		})
+}
+
+// writeLoopLag says when the switch daemon's loop ran a millisecond or more
+// late (rt.Lag, the same counters on every port): it saw frames and sent
+// XOFF, ECN marks and forwarded frames that much late, which no buffer
+// profile allows for. The machine is short of CPU for the lab.
+func writeLoopLag(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) {
+	if len(ports) == 0 {
+		return
+	}
+	m := ports[0].Counters
+	if m["loop_late"] == 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s: the daemon ran up to %.1f ms late, %d times 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU; XOFF, marks and forwarding were that late, and RC timeouts shorter than it fire)\n",
+		n.Name, float64(m["loop_lag_max_ns"])/1e6, m["loop_late"])
 }
 
 // writeIBSwitchTable is an IB switch's summary: per port the packets and
