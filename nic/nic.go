@@ -189,6 +189,9 @@ func (n *NIC) SetLinkUp(up bool) {
 	}
 }
 
+// Rate is the port's line rate (bits per second).
+func (n *NIC) Rate() uint64 { return n.cfg.Rate }
+
 // SetRate changes the port's line rate while the NIC runs (a link's rate
 // set at run time, as `emulab link set ... rate` does): the frame on the
 // wire sends the rest of its bits at it and the next ones are serialized at

@@ -17,7 +17,19 @@ import (
 // peer) and polls until the writer has drained below gateLow. So the engine's RDMA traffic slows to what the
 // machine can carry instead of losing frames to the port queue (which
 // would cost go-back-N retransmissions), and kernel traffic sees the NIC's
-// own per-priority queues fill, as behind a slower wire. Loop goroutine
+// own per-priority queues fill, as behind a slower wire.
+//
+// The gate also holds the NIC while the link's backlog (the bytes the
+// switch has not read from the ring yet, rt.Backlogger) is above
+// rt.MaxBacklog of the link's rate, and releases it at half that. Without
+// that bound a switch that runs late, as one does on a busy machine, finds
+// up to the ring's 4 MiB waiting when it wakes: at 2 Gb/s 17 ms of the
+// link, all of it sent before the switch could see it and send XOFF. An
+// incast then overran the lossless PG's 40 KiB headroom by megabytes per
+// sender, the egress queue grew past 70 ms and RC's 67 ms ACK timeout
+// (perftest's -u 14) fired until the QPs failed with retry exceeded. Held,
+// the NIC loses the link time the switch lost instead: its frames wait in
+// its own queues, behind PFC, where a real NIC's would be. Loop goroutine
 // only.
 type txGate struct {
 	nic   *nic.NIC
@@ -33,8 +45,12 @@ type txGate struct {
 	peer  bool
 	held  bool   // the gate holds the NIC back
 	holds uint64 // times the gate closed, for status
-	tap   func(f *frame.Frame, tx bool)
-	dead  bool // replaced by the gate of a new connection
+	// backlogHolds counts the holds for the link's backlog (the peer
+	// reading late), of holds.
+	backlogHolds uint64
+	backlogMax   int // the largest backlog seen, bytes
+	tap          func(f *frame.Frame, tx bool)
+	dead         bool // replaced by the gate of a new connection
 }
 
 const (
@@ -72,9 +88,18 @@ func (g *txGate) Transmit(f *frame.Frame) {
 	}
 	g.port.Transmit(f)
 	g.sent++
-	if !g.held && g.inflight() >= gateHigh {
+	if g.held {
+		return
+	}
+	b := g.port.TxBacklog()
+	g.backlogMax = max(g.backlogMax, b)
+	over := b >= rt.MaxBacklog(g.nic.Rate())
+	if over || g.inflight() >= gateHigh {
 		g.held = true
 		g.holds++
+		if over {
+			g.backlogHolds++
+		}
 		g.apply()
 		g.timer.Reset(g.clk.Now() + g.poll)
 	}
@@ -93,7 +118,7 @@ func (g *txGate) check() {
 	if g.dead {
 		return
 	}
-	if g.inflight() > gateLow {
+	if g.inflight() > gateLow || g.port.TxBacklog() > rt.MaxBacklog(g.nic.Rate())/2 {
 		g.timer.Reset(g.clk.Now() + g.poll)
 		return
 	}

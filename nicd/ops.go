@@ -9,6 +9,7 @@ import (
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
+	"github.com/emufabric/emufabric/rt"
 )
 
 // The control requests that are not the engine's (session.go) or a
@@ -132,7 +133,11 @@ func (d *Daemon) opCounters() (*Response, error) {
 	var eth, hw strings.Builder
 	var werr error
 	hwc := map[string]uint64{}
+	var backlogMax, backlogHolds uint64
 	err := d.Do(func() {
+		if d.gate != nil {
+			backlogMax, backlogHolds = uint64(d.gate.backlogMax), d.gate.backlogHolds
+		}
 		// Every RDMA counter for programs (the map, complete: both
 		// fabrics'), and what `rdma statistic show link` prints for
 		// people (this fabric's, in mlx5's order).
@@ -154,16 +159,24 @@ func (d *Daemon) opCounters() (*Response, error) {
 	// Capture records a slow capture client lost (capture.go): the
 	// emulator's, named as emuswitch's port counter.
 	fmt.Fprintf(&eth, "     capture_drop: %d\n", d.captureDrops.Load())
+	// The real time's toll (the emulator's): how late the daemon's loop
+	// ran (rt.Lag), the most the switch had not read from the link yet and
+	// how often that held the NIC back (gate.go).
+	lag := d.clk.Lag()
+	fmt.Fprintf(&eth, "     loop_lag_max_ns: %d\n     loop_late: %d\n     link_tx_backlog_max: %d\n     link_tx_backlog_holds: %d\n",
+		lag.Max/clock.Nanosecond, lag.Late, backlogMax, backlogHolds)
 	if err == nil {
 		err = werr
 	}
 	if err != nil {
 		return nil, err
 	}
+	tr := d.transportCounters()
+	tr["link_tx_backlog_max"], tr["link_tx_backlog_holds"] = backlogMax, backlogHolds
 	resp := &Response{
 		Ports:      []PortCounters{{Port: d.cfg.Port, Counters: parseEthtool(eth.String())}},
 		HWCounters: hwc,
-		Transport:  d.transportCounters(),
+		Transport:  tr,
 		Ethtool:    eth.String(),
 		RDMA:       hw.String(),
 	}
@@ -209,6 +222,7 @@ func (d *Daemon) transportCounters() map[string]uint64 {
 		}
 	}
 	m["link_rx_admin_down"] = d.rxAdminDown.Load()
+	loopLag(d.clk.Lag(), m)
 	if w := d.wire; w != nil {
 		// The emulated wire from the NIC across the link (wire.go), named
 		// as emuswitch's port counters.
@@ -350,4 +364,13 @@ func (d *Daemon) setAdminDown(down bool) {
 			d.log.Printf("link %s: telling the switch: %v", d.cfg.Port, err)
 		}
 	}
+}
+
+// loopLag adds the daemon loop's real-time lag (rt.Lag) to m: how late it
+// ran its timers at worst (ns of the lab's time), how many times it ran
+// LagOver or more late, and how many of those it could not replay.
+func loopLag(l rt.Lag, m map[string]uint64) {
+	m["loop_lag_max_ns"] = uint64(l.Max / clock.Nanosecond)
+	m["loop_late"] = l.Late
+	m["loop_lag_dropped"] = l.Dropped
 }

@@ -1,6 +1,10 @@
 package rt
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/emufabric/emufabric/clock"
+)
 
 // Link is one end of an emulated link: a transport that moves whole
 // Ethernet frames (one frame per message) in batches.
@@ -46,6 +50,39 @@ const DefaultBatchSize = 64
 // at work.
 type Waiter interface {
 	Waits() (rxSleeps, txFull uint64)
+}
+
+// Backlogger is a link that knows how much of what it was given the peer
+// has not taken yet (a Shm: the bytes in its send ring). That is the
+// emulated cable's length as the peer sees it: frames the sender's engine
+// counts as sent and the peer's engine has not received. A peer that runs
+// late (descheduled) lets it grow to the ring's size, 4 MiB, which at
+// 2 Gb/s is 17 ms of the link: a switch then learns of a burst, and sends
+// its XOFF, that much late. Senders bound it in link time (TxBacklog).
+type Backlogger interface {
+	TxBacklog() int
+}
+
+// MaxBacklogTime is the link time a sender lets its link's backlog reach
+// before it holds its engine back (MaxBacklog). 2 ms rides out a loaded
+// 2-core machine's late wake-ups of the peer as the Pacer's slack does (see
+// DelayLine: 200 us under-delivers there, 2 ms holds the rate), and keeps a
+// lossless switch's overrun to 2 ms of each sender's traffic instead of
+// the ring's 17 ms at 2 Gb/s.
+const MaxBacklogTime = 2 * clock.Millisecond
+
+// MinBacklog is MaxBacklog's floor: a few jumbo frames, so that a slow
+// link still has frames to hand over between the peer's wake-ups.
+const MinBacklog = 64 << 10
+
+// MaxBacklog is the backlog (bytes, TxBacklog) a sender on a link of
+// rate bits per second of the lab's time lets build up: MaxBacklogTime
+// of the link, at least MinBacklog. In the lab's time, so a dilated lab
+// (whose peers' lateness is that much less of its time) bounds the same
+// link time.
+func MaxBacklog(rate uint64) int {
+	b := rate / 8 * uint64(MaxBacklogTime/clock.Microsecond) / 1e6
+	return int(max(b, MinBacklog))
 }
 
 // StateLink is a link that carries both ends' link state, as a cable's

@@ -157,6 +157,16 @@ func (l *Loop) Attach(link Link, cfg PortConfig) (*Port, error) {
 // Link is the port's transport.
 func (p *Port) Link() Link { return p.link }
 
+// TxBacklog is the bytes written to the link that the peer has not read
+// yet (Backlogger), 0 for a link that cannot tell. Frames still waiting
+// for the port's writer are not in it. Any goroutine.
+func (p *Port) TxBacklog() int {
+	if b, ok := p.link.(Backlogger); ok {
+		return b.TxBacklog()
+	}
+	return 0
+}
+
 // RoutineRead reads batches from the link until it is closed or fails.
 func (p *Port) RoutineRead() {
 	defer p.wg.Done()

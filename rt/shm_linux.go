@@ -54,6 +54,12 @@ type Shm struct {
 
 	// rxSleeps and txFull count this side's waits (see Waiter).
 	rxSleeps, txFull atomic.Uint64
+
+	// pub is the send ring's published head, for TxBacklog (published
+	// is the writer's, under wmu, which a full ring's Write holds while it
+	// sleeps); mmu keeps Close from unmapping the ring under TxBacklog.
+	pub atomic.Uint32
+	mmu sync.Mutex
 }
 
 var _ Waiter = (*Shm)(nil)
@@ -619,11 +625,28 @@ func (s *Shm) publish() {
 		return
 	}
 	r.published = r.pos
+	s.pub.Store(r.pos)
 	atomic.StoreUint32(r.head, r.pos)
 	if atomic.LoadUint32(r.consSleeping) != 0 && atomic.CompareAndSwapUint32(r.consSleeping, 1, 0) {
 		notify(r.notifyFd)
 	}
 }
+
+// TxBacklog implements Backlogger: the bytes of frames this side has
+// published on its send ring that the peer has not read yet. Any
+// goroutine. The peer's tail is shared memory it may have scribbled on: the
+// answer is clamped to the ring.
+func (s *Shm) TxBacklog() int {
+	s.mmu.Lock()
+	defer s.mmu.Unlock()
+	if s.mem == nil {
+		return 0
+	}
+	n := s.pub.Load() - atomic.LoadUint32(s.tx.tail)
+	return int(min(n, shmRingBytes))
+}
+
+var _ Backlogger = (*Shm)(nil)
 
 // Close implements Link: it ends the socket (the peer's Read then gives
 // io.EOF), unblocks this side's Read and Write and unmaps the rings once
@@ -646,8 +669,10 @@ func (s *Shm) Close() error {
 		s.tx.waitEv.Close()
 		unix.Close(s.rx.notifyFd)
 		unix.Close(s.tx.notifyFd)
+		s.mmu.Lock()
 		unix.Munmap(s.mem)
 		s.mem = nil
+		s.mmu.Unlock()
 		s.wmu.Unlock()
 		s.rmu.Unlock()
 	})
