@@ -207,14 +207,7 @@ func TestIncastPFC(t *testing.T) {
 	e := newUpEnv(t)
 	l := e.lab(t, "testdata/up/incast4.yaml")
 	socks := e.up(t, l, "nic")
-	st, err := lab.ReadStatus(e.state, l.name)
-	if err != nil || st.Info == nil {
-		t.Fatalf("status: %v", err)
-	}
-	ctl := map[string]string{}
-	for _, n := range st.Info.Nodes {
-		ctl[n.Name] = n.Control
-	}
+	ctl := e.controls(t, l)
 	senders := []string{"h1", "h2", "h3", "h4"}
 	ingress := []string{"p1", "p2", "p3", "p4"} // the senders' switch ports, where XOFF goes out
 	for _, h := range append(senders, "h5") {

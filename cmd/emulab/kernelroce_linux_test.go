@@ -48,14 +48,7 @@ func TestKernelRoCEQoS(t *testing.T) {
 	e := newUpEnv(t)
 	l := e.lab(t, "testdata/up/kernel-roce.yaml")
 	e.up(t, l, "nic")
-	st, err := lab.ReadStatus(e.state, l.name)
-	if err != nil || st.Info == nil {
-		t.Fatalf("status: %v", err)
-	}
-	ctl := map[string]string{}
-	for _, n := range st.Info.Nodes {
-		ctl[n.Name] = n.Control
-	}
+	ctl := e.controls(t, l)
 	// One ping resolves h2's address in h1's neighbour table: the frames
 	// go to the MAC the kernel would use.
 	e.mustRun(t, "exec", l.node("h1"), "--", "ping", "-c", "1", "-W", "5", l.ip("h2"))

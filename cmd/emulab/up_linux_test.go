@@ -161,6 +161,21 @@ func (l *upLab) ip(n string) string {
 	return net.IP(a[:]).String()
 }
 
+// controls maps each node of a lab that is up to its daemon's control
+// socket, as the lab's status records them.
+func (e *upEnv) controls(t *testing.T, l *upLab) map[string]string {
+	t.Helper()
+	st, err := lab.ReadStatus(e.state, l.name)
+	if err != nil || st.Info == nil {
+		t.Fatalf("status: %v", err)
+	}
+	ctl := map[string]string{}
+	for _, n := range st.Info.Nodes {
+		ctl[n.Name] = n.Control
+	}
+	return ctl
+}
+
 // up brings the lab up and returns the socket files it recorded (so the
 // test can check later that down removed them).
 func (e *upEnv) up(t *testing.T, l *upLab, hosts string) []string {
