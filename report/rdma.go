@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/sim"
@@ -77,6 +78,7 @@ func rdmaSummary(ew io.Writer, r *sim.Results, ib bool) {
 		fmt.Fprintf(ew, "(the first %d rows; -o DIR writes every QP to rdma_qps.csv)\n", MaxRows)
 	}
 	fmt.Fprintf(ew, "(throughput: completed bytes / (last completion - first post); goodput over run: completed bytes / the whole %v)\n", r.End)
+	reverseCNPs(ew, r)
 	for _, f := range r.RDMA {
 		for _, q := range f.QPs {
 			if q.FirstError != "" {
@@ -141,14 +143,14 @@ func ibNICSummary(ew io.Writer, r *sim.Results) {
 func rdmaQPsCSV(r *sim.Results) ([]byte, error) {
 	rows := [][]string{{"flow", "op", "src", "dst", "priority", "message_bytes", "src_qpn", "dst_qpn", "posted", "completed", "failed", "first_error",
 		"bytes", "first_post_us", "last_completion_us", "fct_us", "throughput_gbps", "goodput_gbps", "msg_fct_mean_us", "msg_fct_p50_us", "msg_fct_p99_us", "msg_fct_max_us",
-		"cnps_sent", "cnps_handled", "cnps_ignored", "retransmitted_packets", "timeouts", "seq_naks", "rnr_naks", "final_rate_gbps"}}
+		"cnps_sent", "cnps_handled", "cnps_ignored", "retransmitted_packets", "timeouts", "seq_naks", "rnr_naks", "final_rate_gbps", "reverse_cnps_sent"}}
 	for _, f := range r.RDMA {
 		for _, q := range f.QPs {
 			rows = append(rows, []string{f.Name, f.Op, f.Src, f.Dst, strconv.Itoa(f.Priority), strconv.Itoa(f.Size),
 				u(uint64(q.SrcQPN)), u(uint64(q.DstQPN)), strconv.Itoa(q.Posted), strconv.Itoa(q.Completed), strconv.Itoa(q.Failed), q.FirstError,
 				u(q.Bytes), us(q.FirstPost), usSet(q.LastCompletion), usSet(q.FCT), ff(q.Throughput / 1e9), ff(goodput(q.Bytes, r.End) / 1e9),
 				msgFCTs(q.Msg)[0], msgFCTs(q.Msg)[1], msgFCTs(q.Msg)[2], msgFCTs(q.Msg)[3],
-				u(q.CNPsSent), u(q.CNPHandled), u(q.CNPIgnored), u(q.Retransmitted), u(q.Timeouts), u(q.SeqNAKs), u(q.RNRNAKs), ff(float64(q.FinalRate) / 1e9)})
+				u(q.CNPsSent), u(q.CNPHandled), u(q.CNPIgnored), u(q.Retransmitted), u(q.Timeouts), u(q.SeqNAKs), u(q.RNRNAKs), ff(float64(q.FinalRate) / 1e9), u(q.ReverseCNPs)})
 		}
 	}
 	return writeCSV(rows)
@@ -188,4 +190,28 @@ func goodput(bytes uint64, end clock.Time) float64 {
 		return 0
 	}
 	return float64(bytes) * 8 / end.Seconds()
+}
+
+// reverseCNPs notes the CNPs data senders sent for CE-marked packets
+// coming back to them (ACKs, READ requests): the table's "CNPs sent" are
+// the data receivers', so without the note a flow's CNPs would not add
+// up to its NICs' np_cnp_sent when the reverse path is congested.
+func reverseCNPs(ew io.Writer, r *sim.Results) {
+	var total uint64
+	var flows []string
+	for _, f := range r.RDMA {
+		if f.ReverseCNPs > 0 {
+			total += f.ReverseCNPs
+			if len(flows) < 4 {
+				flows = append(flows, fmt.Sprintf("%s %d", f.Name, f.ReverseCNPs))
+			} else if len(flows) == 4 {
+				flows = append(flows, "...")
+			}
+		}
+	}
+	if total == 0 {
+		return
+	}
+	fmt.Fprintf(ew, "(the data senders also sent %d CNPs for CE-marked ACKs or READ requests, congestion on the way back: %s; counted in np_cnp_sent and rdma_qps.csv's reverse_cnps_sent)\n",
+		total, strings.Join(flows, ", "))
 }

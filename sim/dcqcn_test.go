@@ -266,3 +266,42 @@ func TestDCQCNIncastQueue(t *testing.T) {
 		t.Errorf("%d drops", drops)
 	}
 }
+
+// TestReverseCNPs: congestion on the way back. h2 and h3 write into h1
+// while h1 writes to r, all on one switch: r's ACKs to h1 queue behind
+// the incast at the port towards h1 and are CE-marked there, so h1's NP,
+// the data sender's, sends CNPs for them. The flow h1->r counts those as
+// ReverseCNPs, and every flow's CNPs, both ways, add up to the NICs'
+// np_cnp_sent.
+func TestReverseCNPs(t *testing.T) {
+	const rate, dur = 100e9, 2 * clock.Millisecond
+	prof := cc.PaperProfile()
+	n := newNet(t, Options{Seed: 1, Duration: dur})
+	n.sw("s1", 4, rate, paperWRED)
+	for _, h := range []string{"h1", "h2", "h3", "r"} {
+		n.nic(h, &prof, "dcqcn")
+	}
+	for i, h := range []string{"h1", "h2", "h3", "r"} {
+		n.link(h, 0, "s1", i, rate, clock.Microsecond)
+	}
+	for _, f := range [][2]string{{"h2", "h1"}, {"h3", "h1"}, {"h1", "r"}} {
+		n.rdma(RDMAFlowConfig{Name: f[0] + "-" + f[1], Src: f[0], Dst: f[1], Op: OpWrite, Size: 1 << 20, Stop: dur, Depth: 4, DSCP: 26, Priority: -1})
+	}
+	r := n.run()
+	var flowCNPs uint64
+	for _, f := range r.RDMA {
+		t.Logf("%s: CNPs sent %d (reverse %d), handled %d", f.Name, f.CNPsSent, f.ReverseCNPs, f.CNPHandled)
+		flowCNPs += f.CNPsSent + f.ReverseCNPs
+	}
+	var nicCNPs uint64
+	for _, nr := range r.NICs {
+		nicCNPs += nr.Counter("np_cnp_sent")
+	}
+	out := r.RDMA[2]
+	if out.Name != "h1-r" || out.ReverseCNPs == 0 {
+		t.Errorf("flow %s: %d reverse CNPs; its ACKs crossed the congested port towards h1", out.Name, out.ReverseCNPs)
+	}
+	if flowCNPs != nicCNPs {
+		t.Errorf("the flows' CNPs, both ways, add up to %d; the NICs' np_cnp_sent to %d", flowCNPs, nicCNPs)
+	}
+}

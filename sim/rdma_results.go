@@ -26,7 +26,11 @@ type RDMAFlowResult struct {
 	CNPsSent   uint64   // by the data receiver's notification point
 	CNPHandled uint64   // by the data sender's reaction point
 	CNPIgnored uint64   // by a data sender without congestion control
-	Retransmit uint64   // packets sent again (go-back-N)
+	// ReverseCNPs: CNPs the data sender's NP sent for CE-marked packets
+	// coming back to it (ACKs, READ requests): congestion on the reverse
+	// path. The NICs' np_cnp_sent counts them with CNPsSent.
+	ReverseCNPs uint64
+	Retransmit  uint64 // packets sent again (go-back-N)
 }
 
 // QPResult is one connection of an RDMA flow, perftest-style: figures of
@@ -46,6 +50,9 @@ type QPResult struct {
 	// CNPIgnored: CNPs that reached a sender QP without congestion
 	// control (rp_cnp_ignored).
 	CNPsSent, CNPHandled, CNPIgnored uint64
+	// ReverseCNPs: CNPs the data sender's NP sent for CE-marked ACKs,
+	// READ requests or other packets the data receiver sent it.
+	ReverseCNPs uint64
 	// Requester (Src QP) retransmission figures.
 	Retransmitted, Timeouts, SeqNAKs, RNRNAKs uint64
 	// FinalRate is the sender's congestion-control rate at the end (bits/s).
@@ -121,8 +128,9 @@ func (s *Sim) rdmaResults(r *Results) {
 				SrcQPN: q.src.QP.QPN(), DstQPN: q.dst.QP.QPN(),
 				Posted: st.Posted, Completed: st.Completed, Failed: st.Failed, Bytes: st.Bytes,
 				FirstPost: st.FirstPost, LastCompletion: st.LastCompletion, Throughput: st.Throughput(),
-				Msg:      fctStats(st.FCT),
-				CNPsSent: recvQP.Stats.CNPsSent,
+				Msg:         fctStats(st.FCT),
+				CNPsSent:    recvQP.Stats.CNPsSent,
+				ReverseCNPs: sendQP.Stats.CNPsSent,
 				// Retransmissions are the requester's (READ
 				// responses are re-requested by it too).
 				Retransmitted: q.src.QP.Stats.RetransmittedPackets,
@@ -156,6 +164,7 @@ func (s *Sim) rdmaResults(r *Results) {
 			fr.CNPsSent += qr.CNPsSent
 			fr.CNPHandled += qr.CNPHandled
 			fr.CNPIgnored += qr.CNPIgnored
+			fr.ReverseCNPs += qr.ReverseCNPs
 			fr.Retransmit += qr.Retransmitted
 			all = append(all, st.FCT...)
 			if st.Posted > 0 && (first == 0 || st.FirstPost < first) {
