@@ -27,8 +27,20 @@ import (
 // goroutine's late wake-ups, which the engine clock already replays here
 // (5 ms of replay holds the rate; 200 us of pacer slack under-delivers on a
 // loaded 2-core machine, 2 ms holds it). Booking in engine time keeps one
-// catch-up mechanism instead of two that would fight, and lets `link rate`
-// replace the Pacer at run time (its configuration is fixed).
+// catch-up mechanism instead of two that would fight.
+//
+// A change at run time (`link set ... rate|delay`, SetRate, SetDelay)
+// applies to the frames that start on the wire after it: frames held that
+// have not started are booked again, in order; the frame on the wire sends
+// the rest of its bits at the new rate, as the engine feeding the wire
+// does (SetRate); a frame handed on already (ReleaseSlack) keeps its
+// times, and so does the frame on the wire after a new delay (its bits
+// are on their way). The simulator has no such change (a lab file's
+// schedule takes links down and up only). And a wire never
+// reorders: a frame arrives (head and tail) no earlier than the frame
+// before it, so after a shorter delay the frames behind one still in
+// flight bunch up behind it instead of overtaking it, as a real link's
+// FIFO would deliver them.
 //
 // ReleaseSlack (wall time): frames due within it are released at once. A
 // runtime timer cannot wake up finer than tens of microseconds, so holding
@@ -71,6 +83,11 @@ type DelayLine struct {
 	// busy is the tail of the last frame booked: the wire is taken until
 	// then.
 	busy clock.Time
+	// lastRel and lastTail are the arrival of the last frame booked, and
+	// sentRel and sentTail of the last one handed on: no frame arrives
+	// before them (a wire does not reorder).
+	lastRel, lastTail clock.Time
+	sentRel, sentTail clock.Time
 	// Lossless: the wire never drops for lack of room (an IB link, whose
 	// sender is bounded by the receiver's credits: the frames in flight
 	// never exceed the receive buffer plus the small flow-control and
@@ -78,9 +95,16 @@ type DelayLine struct {
 	Lossless bool
 }
 
+// pending is a frame held on the wire: its arrival, and what booking it
+// again after a change needs.
 type pending struct {
 	f             *frame.Frame
 	release, tail clock.Time
+	// start, head and wire are when it starts on the wire, when the
+	// receiver's cut-through point (HeadBytes) and its tail leave; offered
+	// and tailIn are Push's now and tailIn; free is when the wire was free
+	// before it.
+	start, head, wire, offered, tailIn, free clock.Time
 }
 
 // NewDelayLine makes a wire that hands each frame to sink when it is due:
@@ -96,21 +120,115 @@ func NewDelayLine(clk *Clock, cfg PacerConfig, sink func(f *frame.Frame, release
 // Config returns the wire's configuration.
 func (d *DelayLine) Config() PacerConfig { return d.cfg }
 
-// SetRate and SetDelay change the wire; frames already booked keep their
-// times.
+// SetRate and SetDelay change the wire now, for the frames that start on
+// it from now on (see the top of this file); the frames held that have
+// not started are booked again.
+//
+// The frame on the wire sends the rest of its bits at the new rate, as the
+// port feeding the wire does (switchcore's SetPortSpeed, nic's SetRate):
+// the wire is then free when the port starts its next frame. Keeping the
+// old rate's end would hold every later frame behind it (after 1 kb/s,
+// a 4 KB frame 33 s, and MaxWireQueue would drop them all). If that frame
+// was handed on already, its times stay; only the wire is free earlier
+// or later.
 func (d *DelayLine) SetRate(bps uint64) {
-	// The wire is taken until the frame on it has sent the rest of its
-	// bits at the new rate; frames held keep their release times.
-	if now := d.clk.Now(); d.busy > now && d.cfg.Rate > 0 && bps > 0 {
-		d.busy = now + clock.Time(float64(d.busy-now)*float64(d.cfg.Rate)/float64(bps))
+	if bps == 0 {
+		return
 	}
+	old := d.cfg.Rate
 	d.cfg.Rate = bps
-	d.pacer = NewPacer(d.clk, d.cfg)
+	d.pacer.cfg.Rate = bps
+	scale := 1.0
+	if old > 0 {
+		scale = float64(old) / float64(bps)
+	}
+	d.rebook(d.clk.Now(), scale)
 }
 
 func (d *DelayLine) SetDelay(t clock.Time) {
 	d.cfg.Delay = t
-	d.pacer = NewPacer(d.clk, d.cfg)
+	d.pacer.cfg.Delay = t
+	d.rebook(d.clk.Now(), 1)
+}
+
+// rebook books again, with the wire's new configuration, the frames held
+// that start after now, and after a rate change (by scale, the old rate
+// over the new) sends the rest of the frame on the wire at the new rate.
+// Starts are in FIFO order, so the frames not started are the tail of the
+// queue; the wire is free for the first of them when it was booked (when
+// the frame before it leaves, which is after now, or it would have
+// started).
+func (d *DelayLine) rebook(now clock.Time, scale float64) {
+	later := func(t clock.Time) clock.Time { // the rest of a wire time at the new rate
+		if t <= now {
+			return t
+		}
+		return now + clock.Time(float64(t-now)*scale)
+	}
+	i := d.head
+	for i < len(d.q) && d.q[i].start <= now {
+		i++
+	}
+	free := d.pacer.free
+	if i < len(d.q) {
+		free = d.q[i].free
+	}
+	j := i // the first frame whose times change
+	if scale != 1 {
+		free = later(free)
+		if i > d.head && d.q[i-1].wire > now {
+			j = i - 1
+		}
+		if j == len(d.q) {
+			d.busy = later(d.busy)
+		}
+	}
+	d.pacer.free = free
+	if j == len(d.q) {
+		return
+	}
+	if j > d.head {
+		d.lastRel, d.lastTail = d.q[j-1].release, d.q[j-1].tail
+	} else {
+		d.lastRel, d.lastTail = d.sentRel, d.sentTail
+	}
+	if j < i {
+		// The frame on the wire: its tail, and its head at the
+		// receiver's cut-through point if not there yet, come the rest of
+		// their bits at the new rate later.
+		p := &d.q[j]
+		p.wire = max(later(p.wire), p.tailIn)
+		p.head = min(later(p.head), p.wire)
+		d.busy = p.wire
+		d.pacer.free = max(d.pacer.free, p.wire+clock.SerializationTime(d.cfg.Overhead, d.cfg.Rate))
+		p.release, p.tail = d.arrive(p.head+d.cfg.Delay, p.wire+d.cfg.Delay)
+	}
+	for k := i; k < len(d.q); k++ {
+		d.book(&d.q[k])
+	}
+	d.timer.Reset(d.q[d.head].release - d.slack)
+}
+
+// arrive puts an arrival in order after the frame before it: a frame
+// arrives no earlier than that one, which only a shorter delay (SetDelay)
+// could make it do; the frames in flight are ahead of it on the wire. The
+// head of the frame before it comes no later than its tail, so release <=
+// tail holds.
+func (d *DelayLine) arrive(release, tail clock.Time) (clock.Time, clock.Time) {
+	release, tail = max(release, d.lastRel), max(tail, d.lastTail)
+	d.lastRel, d.lastTail = release, tail
+	return release, tail
+}
+
+// book books p (its f, offered and tailIn) on the pacer: its times on the
+// wire and its arrival (arrive).
+func (d *DelayLine) book(p *pending) {
+	p.free = d.pacer.free
+	var rel clock.Time
+	p.start, p.wire, rel = d.pacer.Book(p.offered, p.f.Len(), p.tailIn)
+	p.head = rel - d.cfg.Delay
+	d.busy = p.wire
+	p.release, p.tail = d.arrive(rel, p.wire+d.cfg.Delay)
 }
 
 // Push books f, offered at now, whose tail arrives at tailIn (0: whole).
@@ -120,11 +238,10 @@ func (d *DelayLine) Push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
 		f.Put()
 		return
 	}
-	_, tail, rel := d.pacer.Book(now, f.Len(), tailIn)
-	d.busy = tail
-	tail += d.cfg.Delay
-	if d.head == len(d.q) && rel <= now+d.slack {
-		d.sink(f, rel, tail)
+	p := pending{f: f, offered: now, tailIn: tailIn}
+	d.book(&p)
+	if d.head == len(d.q) && p.release <= now+d.slack {
+		d.send(f, p.release, p.tail)
 		return
 	}
 	if len(d.q)-d.head >= DelayLineLimit && !d.Lossless {
@@ -135,10 +252,16 @@ func (d *DelayLine) Push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
 	if d.head > 0 && d.head == len(d.q) {
 		d.q, d.head = d.q[:0], 0
 	}
-	d.q = append(d.q, pending{f, rel, tail})
+	d.q = append(d.q, p)
 	if len(d.q)-d.head == 1 {
-		d.timer.Reset(rel - d.slack)
+		d.timer.Reset(p.release - d.slack)
 	}
+}
+
+// send hands a frame on.
+func (d *DelayLine) send(f *frame.Frame, release, tail clock.Time) {
+	d.sentRel, d.sentTail = release, tail
+	d.sink(f, release, tail)
 }
 
 // fire releases what is due; it runs as the timer's callback, where Now
@@ -149,7 +272,7 @@ func (d *DelayLine) fire() {
 		p := d.q[d.head]
 		d.q[d.head] = pending{}
 		d.head++
-		d.sink(p.f, p.release, p.tail)
+		d.send(p.f, p.release, p.tail)
 	}
 	if d.head == len(d.q) {
 		d.q, d.head = d.q[:0], 0
@@ -174,6 +297,8 @@ func (d *DelayLine) Flush() int {
 	}
 	d.q, d.head = d.q[:0], 0
 	d.timer.Stop()
+	// Nothing is in flight behind the frames handed on.
+	d.lastRel, d.lastTail = d.sentRel, d.sentTail
 	return n
 }
 
