@@ -101,7 +101,7 @@ func (d *decoder) decode(settings map[string]any) *Spec {
 		d.simParams(&s.Sim, p, v)
 	}
 	if s.Sim.SampleInterval == 0 {
-		s.Sim.SampleInterval = max(s.Sim.Duration/1000, clock.Nanosecond)
+		s.Sim.SampleInterval = s.DefaultSampleInterval(s.Sim.Duration)
 	}
 	top.done(topKeys...)
 	return s

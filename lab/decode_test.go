@@ -103,7 +103,9 @@ sim: {duration: 100us, seed: 9}
 	if f := s.Traffic[8]; f.Arrival != ArrivalPoisson || f.Load != 0.3 || f.Size.Mean != 64<<10 || f.Group != "fan" || f.Pattern != PatternFanout {
 		t.Errorf("poisson %+v", f)
 	}
-	if s.Sim.Seed != 9 || s.Sim.SampleInterval != 100*clock.Nanosecond {
+	// The default sample interval: ten frames of the default links (100G,
+	// MTU 4200), not 100 us / 1000.
+	if s.Sim.Seed != 9 || s.Sim.SampleInterval != 5*clock.Microsecond {
 		t.Errorf("sim %+v", s.Sim)
 	}
 }

@@ -86,7 +86,7 @@ traffic:
   - {name: fixed, src: h2, dst: h1, size: {dist: fixed, size: 9KB}, dscp: 46}
 sim:
   duration: 100us
-  sample_interval: 1us
+  sample_interval: 10us
   seed: 77
   deadlock_window: 10us
   max_events: 1000000
@@ -156,7 +156,7 @@ func TestParseFull(t *testing.T) {
 	if g := s.Traffic[1]; g.Priority != 5 || g.DSCP != 46 || g.Size.Size != 9000 || g.Rate != 10e9 || g.PMTU != 4096 {
 		t.Errorf("flow %+v", g)
 	}
-	if s.Sim.Seed != 77 || s.Sim.DeadlockWindow != 10*clock.Microsecond || s.Sim.MaxEvents != 1e6 || s.Sim.SampleInterval != clock.Microsecond {
+	if s.Sim.Seed != 77 || s.Sim.DeadlockWindow != 10*clock.Microsecond || s.Sim.MaxEvents != 1e6 || s.Sim.SampleInterval != 10*clock.Microsecond {
 		t.Errorf("sim %+v", s.Sim)
 	}
 	if len(s.Warnings) != 0 {
@@ -185,8 +185,8 @@ func TestParseFullErrors(t *testing.T) {
 		{`["64KiB", 0.9]`, `["64KiB", 0.1]`, `full.yml:67: traffic[0].size.points[1]: CDF points must increase in size and not decrease in probability`},
 		{`pmtu: 2048`, `pmtu: 3000`, `full.yml:74: traffic[0].pmtu: path MTU 3000: must be 256, 512, 1024, 2048 or 4096`},
 		{`stop: 90us`, `stop: 1us`, `full.yml:70: traffic[0].stop: stop 1us is not after start 1us`},
-		{`sample_interval: 1us`, `sample_interval: 1ms`, `full.yml:79: sim.sample_interval: sample_interval 1ms is longer than the duration 100us`},
-		{`sample_interval: 1us`, `sample_interval: 10ps`, `full.yml:79: sim.sample_interval: 10ps gives 10000000 samples per series; at most 1000000`},
+		{`sample_interval: 10us`, `sample_interval: 1ms`, `full.yml:79: sim.sample_interval: sample_interval 1ms is longer than the duration 100us`},
+		{`sample_interval: 10us`, `sample_interval: 10ps`, `full.yml:79: sim.sample_interval: 10ps gives 10000000 samples per series; at most 1000000`},
 		{`egress_static_pool: {size: 8MiB, type: egress, mode: static}`, `egress_static_pool: {size: 8MiB, type: egress, mode: static, xoff: 1MiB}`,
 			`full.yml:28: topology.nodes.leaf.qos.BUFFER_POOL.egress_static_pool.xoff: xoff (shared headroom) is for ingress pools only`},
 		{`xoff: 64KiB, xon_offset`, `xoff: 3MiB, xon_offset`, `full.yml:30: topology.nodes.leaf.qos.BUFFER_PROFILE.pg_lossless_25000_5m_profile.xoff: xoff 3145728 is larger than the shared headroom pool ingress_lossless_pool (xoff 2097152)`},

@@ -85,7 +85,9 @@ func TestParseBase(t *testing.T) {
 		f.Rate != 100_000_000_000 || f.PMTU != 4096 || f.Size.Size != 64<<10 || !f.ECN || f.Line != 20 {
 		t.Errorf("flow %+v", f)
 	}
-	if s.Sim.Duration != clock.Millisecond || s.Sim.SampleInterval != clock.Microsecond || s.Sim.Seed != 1 {
+	// The default sample interval: ten 4242-byte frames of the 100G
+	// links (3.39 us) rounded up, not 1 ms / 1000.
+	if s.Sim.Duration != clock.Millisecond || s.Sim.SampleInterval != 5*clock.Microsecond || s.Sim.Seed != 1 {
 		t.Errorf("sim %+v", s.Sim)
 	}
 	if h1 := s.Node("h1"); h1.IPv4 != [4]byte{10, 0, 0, 1} || h1.MAC != [6]byte{2, 0, 0, 0, 0, 1} {

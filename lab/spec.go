@@ -575,7 +575,7 @@ type Flow struct {
 // SimParams is the sim section.
 type SimParams struct {
 	Duration       clock.Time // default 10 ms
-	SampleInterval clock.Time // default Duration/1000, at least 1 ns
+	SampleInterval clock.Time // default Spec.DefaultSampleInterval(Duration)
 	Seed           uint64     // default 1; `emulab sim --seed` overrides
 	// DeadlockWindow: when no frame has moved for this long while queues
 	// are non-empty, the run reports a deadlock. Default 1 ms.
@@ -583,6 +583,8 @@ type SimParams struct {
 	// MaxEvents bounds the events of one run (0: unlimited); the run ends
 	// with an error when the budget is spent.
 	MaxEvents uint64
+	// sampleSet: the file gives sample_interval (validateSampling).
+	sampleSet bool
 }
 
 // Node returns the node with the given name, or nil.

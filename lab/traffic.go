@@ -504,7 +504,7 @@ func (d *decoder) simParams(sp *SimParams, path string, v any) {
 			case sp.Duration/t > 1_000_000:
 				d.errorf(p, "%v gives %d samples per series; at most 1000000", t, sp.Duration/t)
 			default:
-				sp.SampleInterval = t
+				sp.SampleInterval, sp.sampleSet = t, true
 			}
 		}
 	}

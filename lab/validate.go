@@ -120,6 +120,7 @@ func (d *decoder) validate(s *Spec) {
 		d.validateFlow(s, f)
 	}
 	d.validateRDMA(s)
+	d.validateSampling(s) // sample.go
 	d.checkConsistency(s) // consistency.go
 }
 

@@ -91,7 +91,7 @@ func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 		}
 		spec.Sim.Duration = d
 		if spec.Sim.SampleInterval > d || d/spec.Sim.SampleInterval > 1_000_000 {
-			spec.Sim.SampleInterval = max(d/1000, clock.Nanosecond)
+			spec.Sim.SampleInterval = spec.DefaultSampleInterval(d)
 		}
 	}
 
