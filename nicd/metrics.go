@@ -55,7 +55,7 @@ func (d *Daemon) handleMetrics(w http.ResponseWriter, _ *http.Request) {
 	bw := bufio.NewWriter(w)
 	WriteMetrics(bw, MetricsInfo{
 		Lab: d.cfg.Lab, Node: d.cfg.NIC.Name, Port: d.cfg.Port,
-		Up: up, Uptime: d.uptime(), Dilation: d.clk.Dilation(),
+		Up: up, Uptime: d.uptime(), Dilation: d.clk.Dilation(), Lag: d.clk.Lag(),
 	}, resp)
 	bw.Flush()
 }
@@ -66,7 +66,13 @@ type MetricsInfo struct {
 	Up              bool // the port's link is up (emu_port_up)
 	Uptime          time.Duration
 	Dilation        int
+	Lag             rt.Lag // how late the daemon's loop ran (emu_loop_*)
 }
+
+// loopCounters are the loop's lag as the counters carry it (loopLag),
+// exported once in rt.Lag's families instead: a maximum in nanoseconds
+// is not a counter, and the lag is the daemon's, not its port's.
+var loopCounters = map[string]bool{"loop_lag_max_ns": true, "loop_late": true, "loop_lag_dropped": true}
 
 // metricName is the family a counter goes to: its name, help, and the
 // factor that turns the counter into the family's unit.
@@ -141,6 +147,7 @@ func WriteMetrics(w *bufio.Writer, info MetricsInfo, c *Response) {
 		fmt.Sprintf(`%s,daemon="emunic",goversion=%q`, base, runtime.Version()), 1)
 	add("emu_uptime_seconds", "gauge", "Seconds since the daemon started.", base, info.Uptime.Seconds())
 	add("emu_time_dilation", "gauge", "N: the daemon's clock runs N times slower than the wall clock (the lab file's time_dilation; 1 is real time); its rates and times are in that clock.", base, float64(info.Dilation))
+	info.Lag.Metrics(func(name, typ, help string, v float64) { add(name, typ, help, base, v) })
 	up := 0.0
 	if info.Up {
 		up = 1
@@ -148,6 +155,9 @@ func WriteMetrics(w *bufio.Writer, info MetricsInfo, c *Response) {
 	add("emu_port_up", "gauge", "1 when the port's link is up: the NIC's link connected and set up, and the far end not set down.", pl, up)
 	if len(c.Ports) > 0 {
 		for k, v := range c.Ports[0].Counters {
+			if loopCounters[k] {
+				continue
+			}
 			if m, ok := portMetrics[k]; ok {
 				ctr(m, pl, v)
 				continue
@@ -178,6 +188,9 @@ func WriteMetrics(w *bufio.Writer, info MetricsInfo, c *Response) {
 		ctr(m, pl, v)
 	}
 	for k, v := range c.Transport {
+		if loopCounters[k] {
+			continue
+		}
 		ctr(metricName{"emu_nic_transport_" + promWords(k) + "_total", "The emunic's transport counter " + k + " (its link's socket or rings, its TAP).", 0}, pl, v)
 	}
 	names := make([]string, 0, len(fams))

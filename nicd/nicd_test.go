@@ -474,13 +474,15 @@ func TestPerfRun(t *testing.T) {
 func TestWriteMetrics(t *testing.T) {
 	var b bytes.Buffer
 	w := bufio.NewWriter(&b)
-	WriteMetrics(w, MetricsInfo{Lab: "lab1", Node: "h1", Port: "eth0", Up: true, Dilation: 1}, &Response{
+	lag := rt.Lag{Max: 342 * clock.Millisecond, Late: 37, Dropped: 2}
+	WriteMetrics(w, MetricsInfo{Lab: "lab1", Node: "h1", Port: "eth0", Up: true, Dilation: 1, Lag: lag}, &Response{
 		Ports: []PortCounters{{Port: "eth0", Counters: map[string]uint64{
 			"rx_prio3_pause": 4, "rx_prio3_pause_duration": 2500000, "rx_prio3_pause_transition": 7,
 			"rx_bytes_phy": 9, "rx_icrc_errors": 3, "rx_global_pause_duration": 1000,
+			"loop_lag_max_ns": 342e6, "loop_late": 37, "loop_lag_dropped": 2,
 		}}},
 		HWCounters: map[string]uint64{"np_cnp_sent": 2, "rdma_rx_bytes": 8, "packet_seq_err": 1},
-		Transport:  map[string]uint64{"tap_gso_frames": 5, "link_rx_frames": 6},
+		Transport:  map[string]uint64{"tap_gso_frames": 5, "link_rx_frames": 6, "loop_lag_max_ns": 342e6, "loop_late": 37, "loop_lag_dropped": 2},
 	})
 	w.Flush()
 	out := b.String()
@@ -503,10 +505,19 @@ func TestWriteMetrics(t *testing.T) {
 		`emu_port_up{lab="lab1",node="h1",port="eth0"} 1`,
 		`emu_build_info{lab="lab1",node="h1",daemon="emunic",goversion="`,
 		`emu_time_dilation{lab="lab1",node="h1"} 1`,
+		// How late the loop ran: the daemon's, in emuswitch's families.
+		"# TYPE emu_loop_lag_max_seconds gauge\n",
+		`emu_loop_lag_max_seconds{lab="lab1",node="h1"} 0.342` + "\n",
+		`emu_loop_late_total{lab="lab1",node="h1"} 37` + "\n",
+		`emu_loop_lag_dropped_total{lab="lab1",node="h1"} 2` + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %q:\n%s", want, out)
 		}
+	}
+	// Not also as a port's counters (a maximum in ns is not a counter).
+	if strings.Contains(out, "emu_nic_loop") || strings.Contains(out, "emu_nic_transport_loop") {
+		t.Errorf("the loop's lag exported as a port counter:\n%s", out)
 	}
 	// Every family has HELP and TYPE; every counter ends in _total.
 	for _, l := range strings.Split(out, "\n") {

@@ -163,8 +163,8 @@ func (d *Daemon) opCounters() (*Response, error) {
 	// ran (rt.Lag), the most the switch had not read from the link yet and
 	// how often that held the NIC back (gate.go).
 	lag := d.clk.Lag()
-	fmt.Fprintf(&eth, "     loop_lag_max_ns: %d\n     loop_late: %d\n     link_tx_backlog_max: %d\n     link_tx_backlog_holds: %d\n",
-		lag.Max/clock.Nanosecond, lag.Late, backlogMax, backlogHolds)
+	fmt.Fprintf(&eth, "     loop_lag_max_ns: %d\n     loop_late: %d\n     loop_lag_dropped: %d\n     link_tx_backlog_max: %d\n     link_tx_backlog_holds: %d\n",
+		lag.Max/clock.Nanosecond, lag.Late, lag.Dropped, backlogMax, backlogHolds)
 	if err == nil {
 		err = werr
 	}

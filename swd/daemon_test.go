@@ -535,6 +535,8 @@ func TestMetrics(t *testing.T) {
 	}
 	body := regexp.MustCompile(`(?m)^(emu_uptime_seconds\{[^}]*\}) .*$`).ReplaceAllString(resp.body, "$1 UPTIME")
 	body = regexp.MustCompile(`goversion="[^"]*"`).ReplaceAllString(body, `goversion="GO"`)
+	// How late the loop ran is the machine's (rt.Lag).
+	body = regexp.MustCompile(`(?m)^(emu_loop_\w+\{[^}]*\}) .*$`).ReplaceAllString(body, "$1 LAG")
 	golden := filepath.Join("testdata", "metrics.golden")
 	if *update {
 		os.WriteFile(golden, []byte(body), 0o644)
@@ -568,6 +570,7 @@ func TestMetrics(t *testing.T) {
 		`emu_pfc_pause_frames_received_total{lab="swd2",node="sw1",port="p1",priority="3"} 0`,
 		`emu_port_up{lab="swd2",node="sw1",port="p2"} 0`,
 		`emu_link_rate_bytes_per_second{lab="swd2",node="sw1",port="p1"} 1.25e+10`,
+		`emu_loop_late_total{lab="swd2",node="sw1"} LAG`,
 	} {
 		if !strings.Contains(body, l+"\n") {
 			t.Errorf("missing sample %s", l)

@@ -62,6 +62,8 @@ func (d *Daemon) metricsText() []byte {
 	add("emu_uptime_seconds", "gauge", "Seconds since the daemon started.", "{"+base+"}", d.Uptime().Seconds())
 	add("emu_time_dilation", "gauge", "N: the daemon's clock runs N times slower than the wall clock (the lab file's time_dilation; 1 is real time); its rates and times are in that clock.",
 		"{"+base+"}", float64(d.clk.Dilation()))
+	// How late the loop ran (rt.Lag): the daemon's, not a port's.
+	d.clk.Lag().Metrics(func(name, typ, help string, v float64) { add(name, typ, help, "{"+base+"}", v) })
 	for _, p := range d.ports {
 		pl := base + `,port="` + escLabel(p.name) + `"`
 		c := d.sw.Counters(p.idx)

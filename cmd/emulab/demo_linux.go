@@ -227,7 +227,7 @@ func runDemo(stdout, stderr io.Writer, file string, fl *demoFlags) (err error) {
 	} else {
 		say("emulab stats %s: the switch's counters per port and priority", sw.Name)
 	}
-	if err := runStats(stdout, ref(sw), &statsFlags{stateDir: fl.stateDir}); err != nil {
+	if err := runStats(stdout, stderr, ref(sw), &statsFlags{stateDir: fl.stateDir}); err != nil {
 		return err
 	}
 	return nil

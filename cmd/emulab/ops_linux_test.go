@@ -178,7 +178,8 @@ func TestWriteIBSwitchTable(t *testing.T) {
 	n := &lab.NodeInfo{Name: "sw1", Kind: lab.KindSwitch, Ports: []lab.PortInfo{{Name: "p1", Peer: "h1:ib0"}}}
 	ports := []lab.PortCounterSet{
 		{Port: "p1", Counters: map[string]uint64{"rx_packets_phy": 11, "tx_packets_phy": 12, "port_rcv_packets": 9, "port_rcv_data": 100, "port_xmit_packets": 10, "vl0_fecn_marked": 3, "vl1_fecn_marked": 1,
-			"port_xmit_wait": 900, "vl0_fc_rx": 5, "vl0_fc_tx": 6, "vl0_credit_stalls": 2, "vl0_xmit_wait": 900, "drop_malformed": 1, "link_loss_rx": 2}},
+			"port_xmit_wait": 900, "vl0_fc_rx": 5, "vl0_fc_tx": 6, "vl0_credit_stalls": 2, "vl0_xmit_wait": 900, "drop_malformed": 1, "link_loss_rx": 2,
+			"loop_late": 4, "loop_lag_max_ns": 25_300_000}},
 		{Port: "p2", Counters: map[string]uint64{}},
 	}
 	var sb strings.Builder
@@ -193,6 +194,8 @@ func TestWriteIBSwitchTable(t *testing.T) {
 		`PORT\s+VL\s+FC_RX\s+FC_TX\s+CREDIT_STALLS\s+XMIT_WAIT_US\s+FECN_MARKED`,
 		`\n\s*p1\s+0\s+5\s+6\s+2\s+900\s+3\s*\n`,
 		`\n\s*p1\s+1\s+0\s+0\s+0\s+0\s+1\s*\n`,
+		// The loop's lag, as on a RoCE switch.
+		`\nsw1: the daemon ran up to 25\.3 ms late, 4 times 1 ms or more \(loop_lag_max_ns, loop_late`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("table lacks %s:\n%s", re, out)
@@ -1142,5 +1145,19 @@ func TestIBLiveNoSMHint(t *testing.T) {
 	_, err = runEmulab(t, "ib", "nodes", "-l", "--state-dir", root, "ibs")
 	if err == nil || !strings.Contains(err.Error(), "`emulab ib nodes --list /labs/ib-two-hosts.yaml`") {
 		t.Errorf("ib nodes -l: %v", err)
+	}
+}
+
+// TestWriteLoopLag: a daemon whose loop ran late says so, in its kind's
+// terms; one on time says nothing.
+func TestWriteLoopLag(t *testing.T) {
+	var sb strings.Builder
+	writeLoopLag(&sb, &lab.NodeInfo{Name: "h1", Kind: lab.KindNIC}, map[string]uint64{"loop_late": 0, "loop_lag_max_ns": 900_000})
+	if sb.Len() != 0 {
+		t.Errorf("on time: %q", sb.String())
+	}
+	writeLoopLag(&sb, &lab.NodeInfo{Name: "h1", Kind: lab.KindNIC}, map[string]uint64{"loop_late": 1, "loop_lag_max_ns": 2_000_000})
+	if want := "h1: the daemon ran up to 2.0 ms late, once 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU; its frames, ACKs and CNPs went that late, and RC timeouts shorter than it fire)\n"; sb.String() != want {
+		t.Errorf("got %q\nwant %q", sb.String(), want)
 	}
 }

@@ -339,7 +339,11 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			return nil
 		}
 	}
+	lagBefore := readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node)
 	oc, runErr := perfMeasure(out, plan, conns, rconns, save)
+	if w := loopLagWarning(lagBefore, readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node)); w != "" {
+		fmt.Fprintln(os.Stderr, w)
+	}
 	if save != nil && !plan.runInf {
 		if err := save(oc); err != nil {
 			return err
@@ -609,6 +613,33 @@ func runLatency(p *nicd.Pair, plan *perfPlan, size int, dur time.Duration) ([]ti
 		}
 	}
 	return samples, time.Since(start), nil
+}
+
+// readLoopLag reads the loop counters of the daemons a run between src
+// and dst of labName goes through: their emunics and the lab's switches
+// (all of them: the path's are among them, and any daemon that ran late
+// shared the machine's CPU with those). A daemon that does not answer is
+// left out: the warning is a courtesy, not a test.
+func readLoopLag(root, labName, src, dst string) []loopLagSample {
+	li, err := lab.ReadInfo(root, labName)
+	if err != nil {
+		return nil
+	}
+	var out []loopLagSample
+	for i := range li.Nodes {
+		n := &li.Nodes[i]
+		if n.Control == "" || (n.Kind != lab.KindSwitch && n.Name != src && n.Name != dst) {
+			continue
+		}
+		c, err := lab.QueryCounters(n.Control, "", opsTimeout)
+		if err != nil {
+			continue
+		}
+		if s, ok := loopLagOf(n.Name, n.Kind, c); ok {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // nicStatus asks a host's emunic for its status; a daemon that does not

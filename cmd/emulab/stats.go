@@ -58,6 +58,10 @@ reasons, buffer watermarks and PFC watchdog; on InfiniBand the port's and
 its data VLs' counters, vlN_..., with no PFC or ECN one), and the emulated
 wire's and transport's counters.
 
+A daemon whose loop ran its timers 1 ms or more late (loop_late: the machine
+is short of CPU) says so under a switch's table, and on stderr after an
+emunic's counters.
+
 NODE is LAB/NODE, or NODE when one lab is up (or with --lab). --json prints
 the daemon's counters as one JSON object for scripts.`,
 		Example: `  sudo bin/emulab stats h1
@@ -67,7 +71,7 @@ the daemon's counters as one JSON object for scripts.`,
   sudo bin/emulab stats sw1 --json | jq '.ports[0].counters.rx_prio3_pause'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStats(cmd.OutOrStdout(), args[0], &fl)
+			return runStats(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], &fl)
 		},
 	}
 	cmd.Flags().StringVar(&fl.stateDir, "state-dir", lab.DefaultStateRoot, "state directories of labs live under `DIR`")
@@ -113,7 +117,9 @@ func noDaemon(n *lab.NodeInfo, cmd string) error {
 	return errors.New(msg)
 }
 
-func runStats(out io.Writer, arg string, fl *statsFlags) error {
+// runStats prints NODE[:PORT]'s counters on out; errOut has what it says
+// beside an emunic's counters, whose layouts are ethtool's and rdma's.
+func runStats(out, errOut io.Writer, arg string, fl *statsFlags) error {
 	node, port := lab.SplitEndpoint(arg)
 	li, n, err := findNode(fl.stateDir, fl.lab, node)
 	if err != nil {
@@ -146,11 +152,13 @@ func runStats(out io.Writer, arg string, fl *statsFlags) error {
 			return fmt.Errorf("stats %s: the daemon sent no hw_counters", arg)
 		}
 		_, err = io.WriteString(out, c.RDMA)
+		writeLoopLag(errOut, n, nicLoopCounters(c))
 	case n.Kind != lab.KindSwitch:
 		if c.Ethtool == "" {
 			return fmt.Errorf("stats %s: the daemon sent no ethtool -S text", arg)
 		}
 		_, err = io.WriteString(out, c.Ethtool)
+		writeLoopLag(errOut, n, nicLoopCounters(c))
 	case port != "":
 		if len(c.Ports) != 1 {
 			return fmt.Errorf("stats %s: the daemon answered with %d ports", arg, len(c.Ports))
@@ -267,7 +275,9 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 			fmt.Fprintf(out, "%s: %d lossless frames arrived beyond the PG's headroom (pg<N>_headroom_overflow: admitted, not dropped; the sender reacted to XOFF later than the buffer profile allows for, as a process does in real time)\n", p.Port, v)
 		}
 	}
-	writeLoopLag(out, n, ports)
+	if len(ports) > 0 {
+		writeLoopLag(out, n, ports[0].Counters)
+	}
 	fmt.Fprintln(out)
 	return writeClassTable(out, ports, "PRIO\tRX_PACKETS\tTX_PACKETS\tRX_PAUSE\tRX_PAUSE_US\tTX_PAUSE\tTX_PAUSE_US\tECN_MARKED\tDROPS\tQUEUE_WM",
 		"no priority of any port counted anything yet", func(m map[string]uint64, prio int) []uint64 {
@@ -278,20 +288,22 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 		})
 }
 
-// writeLoopLag says when the switch daemon's loop ran a millisecond or more
-// late (rt.Lag, the same counters on every port): it saw frames and sent
-// XOFF, ECN marks and forwarded frames that much late, which no buffer
-// profile allows for. The machine is short of CPU for the lab.
-func writeLoopLag(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet) {
-	if len(ports) == 0 {
-		return
-	}
-	m := ports[0].Counters
+// writeLoopLag says when a daemon's loop ran a millisecond or more late
+// (rt.Lag: m is its counters; a switch reports the same on every port):
+// a switch saw frames and sent XOFF, ECN marks (FECN on IB) and forwarded
+// frames that much late, a NIC sent, acknowledged and paced that late,
+// which no buffer profile or timeout allows for. The machine is short of
+// CPU for the lab.
+func writeLoopLag(out io.Writer, n *lab.NodeInfo, m map[string]uint64) {
 	if m["loop_late"] == 0 {
 		return
 	}
-	fmt.Fprintf(out, "%s: the daemon ran up to %.1f ms late, %d times 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU; XOFF, marks and forwarding were that late, and RC timeouts shorter than it fire)\n",
-		n.Name, float64(m["loop_lag_max_ns"])/1e6, m["loop_late"])
+	what := "XOFF, marks and forwarding were that late"
+	if n.Kind != lab.KindSwitch {
+		what = "its frames, ACKs and CNPs went that late"
+	}
+	fmt.Fprintf(out, "%s: the daemon ran up to %.1f ms late, %s 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU; %s, and RC timeouts shorter than it fire)\n",
+		n.Name, float64(m["loop_lag_max_ns"])/1e6, times(m["loop_late"]), what)
 }
 
 // writeIBSwitchTable is an IB switch's summary: per port the packets and
@@ -310,6 +322,9 @@ func writeIBSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterS
 		return err
 	}
 	fmt.Fprintln(out, "RX_PACKETS and TX_PACKETS count IB packets (perfquery's PortRcvPkts, PortXmitPkts); link packets are FC_RX and FC_TX below.")
+	if len(ports) > 0 {
+		writeLoopLag(out, n, ports[0].Counters)
+	}
 	fmt.Fprintln(out)
 	return writeClassTable(out, ports, "VL\tFC_RX\tFC_TX\tCREDIT_STALLS\tXMIT_WAIT_US\tFECN_MARKED",
 		"no VL of any port counted anything yet", func(m map[string]uint64, vl int) []uint64 {

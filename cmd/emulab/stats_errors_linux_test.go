@@ -42,7 +42,7 @@ func TestStatsErrors(t *testing.T) {
 		{Name: "h1", Kind: lab.KindNIC, Control: filepath.Join(root, "h1.sock"), Ports: []lab.PortInfo{{Name: "eth0", Peer: "sw1:p1"}}},
 	}})
 	stats := func(arg string) error {
-		return runStats(io.Discard, arg, &statsFlags{stateDir: root})
+		return runStats(io.Discard, io.Discard, arg, &statsFlags{stateDir: root})
 	}
 	for _, arg := range []string{"sw1:p9", "h1:eth9"} {
 		err := stats(arg)
