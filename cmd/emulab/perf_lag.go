@@ -8,17 +8,21 @@ import (
 )
 
 // A perf run on a machine short of CPU measures the machine: the daemons'
-// loops run their timers late (rt.Lag), the Clock replays them so rates
-// hold on average, but a switch's XOFF, a NIC's ACKs and CNPs go that
-// late, and bandwidth, latency and their spread say more about the
-// scheduler than about the fabric. perf reads the loop counters of the
-// daemons on the way (SRC's and DST's emunics, the lab's switches) before
-// and after the run and says so after its table when they ran late.
+// loops run their timers late (rt.Lag). Up to rt.DefaultMaxLag (5 ms)
+// the Clock replays what was due at its due time, so a bandwidth test's
+// rates hold; beyond it the daemon loses the time (loop_lag_dropped), and
+// rates read low while ACK timers, XOFFs and CNPs ran that late. A latency
+// sample takes any lag in full. perf reads the loop counters of the daemons
+// on the way (SRC's and DST's emunics, the lab's switches) before and
+// after the run, and after its table says so when the lag touched the
+// figures: time lost, or, for a latency test, any pass 1 ms late. A
+// bandwidth run that only ran late is not flagged: emulab stats shows it.
 
-// loopLagSample is one daemon's loop counters (loop_late, loop_lag_max_ns).
+// loopLagSample is one daemon's loop counters (loop_late,
+// loop_lag_dropped, loop_lag_max_ns).
 type loopLagSample struct {
-	Node        string
-	Late, MaxNs uint64
+	Node                 string
+	Late, Dropped, MaxNs uint64
 }
 
 // loopLagOf reads a daemon's loop counters from its counters answer (a
@@ -36,49 +40,57 @@ func loopLagOf(node string, kind lab.NodeKind, c *lab.DaemonCounters) (loopLagSa
 	if !ok {
 		return loopLagSample{}, false
 	}
-	return loopLagSample{Node: node, Late: late, MaxNs: m["loop_lag_max_ns"]}, true
+	return loopLagSample{Node: node, Late: late, Dropped: m["loop_lag_dropped"], MaxNs: m["loop_lag_max_ns"]}, true
 }
 
-// loopLagWarning is the line perf prints after its table when a daemon's
-// loop_late rose during the run ("" when none did), with how late: the
-// maximum if it rose during the run (it is then this run's); else the
-// run's passes were 1 ms or more late and no later than the daemon's
-// maximum since it started, and the line says that. A daemon missing from
-// before is not judged; one whose counters went down restarted, and
-// counts from zero.
-func loopLagWarning(before, after []loopLagSample) string {
+// loopLagWarning is the line perf prints after its table when the
+// daemons' lag during the run touched its figures ("" otherwise): any
+// daemon lost time (loop_lag_dropped rose), or, for a latency test (lat),
+// ran 1 ms or more late (loop_late rose). How late: the maximum if it rose
+// during the run (it is then this run's), else the daemons' maximum since
+// they started, said as such. A daemon missing from before is not judged;
+// one whose counters went down restarted, and counts from zero.
+func loopLagWarning(before, after []loopLagSample, lat bool) string {
 	prev := map[string]loopLagSample{}
 	for _, s := range before {
 		prev[s.Node] = s
 	}
 	var nodes []string
-	var late, runMax, everMax uint64
+	var late, dropped, runMax, everMax uint64
 	for _, s := range after {
 		b, ok := prev[s.Node]
 		if !ok {
 			continue
 		}
-		if s.Late < b.Late {
+		if s.Late < b.Late || s.Dropped < b.Dropped {
 			b = loopLagSample{}
 		}
-		if s.Late == b.Late {
+		if s.Late == b.Late && s.Dropped == b.Dropped {
 			continue
 		}
 		nodes = append(nodes, s.Node)
 		late += s.Late - b.Late
+		dropped += s.Dropped - b.Dropped
 		if s.MaxNs > b.MaxNs {
 			runMax = max(runMax, s.MaxNs)
 		}
 		everMax = max(everMax, s.MaxNs)
 	}
-	if late == 0 {
+	if dropped == 0 && (!lat || late == 0) {
 		return ""
 	}
-	how := fmt.Sprintf("up to %s late during this run (%s: %s 1 ms or more", lagMs(runMax), strings.Join(nodes, ", "), times(late))
+	how := "up to " + lagMs(runMax) + " late during this run"
 	if runMax == 0 {
-		how = fmt.Sprintf("1 ms or more late during this run (%s: %s, at most %s since they started", strings.Join(nodes, ", "), times(late), lagMs(everMax))
+		how = "late during this run, at most " + lagMs(everMax) + " since they started"
 	}
-	return "emulab perf: the lab's daemons ran " + how + "; the machine is overloaded): rates and latencies are skewed; see time_dilation in docs/lab-file.md"
+	who := strings.Join(nodes, ", ")
+	if dropped > 0 {
+		return fmt.Sprintf("emulab perf: the lab's daemons ran %s (%s: %s more than 5 ms behind, time the lab lost): "+
+			"its rates read low and its ACK timers, XOFFs and CNPs ran that late; the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md",
+			how, who, times(dropped))
+	}
+	return fmt.Sprintf("emulab perf: the lab's daemons ran %s (%s: %s 1 ms or more): the latencies include that scheduling delay; "+
+		"the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md", how, who, times(late))
 }
 
 // nicLoopCounters is where an emunic's answer has its loop's lag: the

@@ -341,7 +341,7 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	}
 	lagBefore := readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node)
 	oc, runErr := perfMeasure(out, plan, conns, rconns, save)
-	if w := loopLagWarning(lagBefore, readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node)); w != "" {
+	if w := loopLagWarning(lagBefore, readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node), plan.test.lat); w != "" {
 		fmt.Fprintln(os.Stderr, w)
 	}
 	if save != nil && !plan.runInf {
