@@ -3,9 +3,11 @@ package lab
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -263,5 +265,74 @@ func TestTeardownLeavesAnotherLabsNamespace(t *testing.T) {
 	}
 	if !NamespaceExists(ns) {
 		t.Error("the other lab's namespace was deleted")
+	}
+}
+
+// A stopped daemon (kill -STOP) acts on SIGTERM only once continued: Stop
+// and Teardown continue it, so it ends as asked (its TERM trap runs)
+// rather than being killed when the grace runs out.
+func TestStopContinuesAStoppedProcess(t *testing.T) {
+	const script = "trap 'echo bye; exit 0' TERM; echo started; while :; do sleep 0.05; done"
+	for _, how := range []string{"Stop", "Teardown"} {
+		t.Run(how, func(t *testing.T) {
+			root := t.TempDir()
+			s, err := OpenState(root, "stopped")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			p, err := s.Start(ProcSpec{Name: "d", Path: "/bin/sh", Args: []string{"-c", script}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logPath, _ := s.LogPath("d")
+			waitLog := func(want string) bool {
+				for i := 0; i < 3000; i++ {
+					if b, _ := os.ReadFile(logPath); strings.Contains(string(b), want) {
+						return true
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+				return false
+			}
+			if !waitLog("started") {
+				t.Fatal("the daemon did not start")
+			}
+			if err := syscall.Kill(p.Pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; ; i++ {
+				if st, _ := nsReadStat(p.Pid); st.State == 'T' {
+					break
+				}
+				if i > 3000 {
+					t.Fatal("the daemon did not stop")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// The grace is long against the trap's few milliseconds, and
+			// the test fails on what ended the daemon, not on the time.
+			const grace = 10 * time.Second
+			if how == "Stop" {
+				err = p.Stop(grace)
+			} else {
+				err = s.Teardown(grace)
+				<-p.Done()
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", how, err)
+			}
+			if b, _ := os.ReadFile(logPath); how == "Stop" && !strings.Contains(string(b), "bye") {
+				t.Fatalf("the stopped daemon was killed, not continued to act on SIGTERM; log:\n%s", b)
+			}
+			if how == "Teardown" {
+				// Teardown removes the state directory, log included:
+				// the exit status says how it ended.
+				var ee *exec.ExitError
+				if werr := p.Wait(); errors.As(werr, &ee) {
+					t.Fatalf("the stopped daemon was killed, not continued to act on SIGTERM: %v", werr)
+				}
+			}
+		})
 	}
 }

@@ -114,10 +114,11 @@ func (p *Proc) Wait() error {
 	return p.err
 }
 
-// Stop sends SIGTERM to the process group, waits up to grace, then sends
-// SIGKILL, and waits until the process is reaped; it then removes the
-// pidfile and the record. It returns the process's exit status unless that
-// is just the signal Stop sent.
+// Stop sends SIGTERM (and SIGCONT, for a stopped one) to the process
+// group, waits up to grace, then sends SIGKILL, and waits until the
+// process is reaped; it then removes the pidfile and the record. It
+// returns the process's exit status unless that is just the signal Stop
+// sent.
 func (p *Proc) Stop(grace time.Duration) error {
 	var err error
 	p.stopping.Store(true)
@@ -126,6 +127,8 @@ func (p *Proc) Stop(grace time.Duration) error {
 		case <-p.done:
 		default:
 			_ = syscall.Kill(-p.Pid, syscall.SIGTERM)
+			// A stopped process takes the SIGTERM only once continued.
+			_ = syscall.Kill(-p.Pid, syscall.SIGCONT)
 			t := time.NewTimer(grace)
 			select {
 			case <-p.done:

@@ -13,8 +13,8 @@ import (
 const nsKillWait = 5 * time.Second
 
 // Teardown removes everything lab recorded under root ("" is
-// DefaultStateRoot): it stops the recorded processes (SIGTERM, grace,
-// SIGKILL, to their process groups), kills whatever else runs inside the
+// DefaultStateRoot): it stops the recorded processes (SIGTERM and SIGCONT,
+// grace, SIGKILL, to their process groups), kills whatever else runs inside the
 // lab's namespaces, deletes the namespaces (their interfaces, including
 // TAPs whose owners are now dead, go with them), removes the socket files
 // and finally the state directory. It works from the state directory
@@ -66,6 +66,10 @@ func (s *State) Teardown(grace time.Duration) error {
 			continue
 		}
 		nsSignal(p, syscall.SIGTERM)
+		// A stopped daemon (kill -STOP, Ctrl-Z) acts on nothing but
+		// SIGKILL until it is continued: continued, it takes the SIGTERM
+		// now rather than being killed after the grace.
+		nsSignal(p, syscall.SIGCONT)
 		term = append(term, p)
 	}
 	deadline := time.Now().Add(grace)
