@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/vishvananda/netns"
+
+	"github.com/emufabric/emufabric/internal/ctlpeer"
 )
 
 // ProcSpec describes a daemon to start.
@@ -178,6 +180,24 @@ type ProcStatus struct {
 	Namespace string
 	Pid       int
 	Alive     bool
+	// Stopped is, for a live daemon that runs nothing until it is
+	// continued (kill -STOP, Ctrl-Z, a debugger), its state as
+	// /proc/PID/stat says it ("stopped (SIGSTOP)"), and Resume what
+	// continues it; both "" for a daemon that runs. A stopped daemon
+	// answers nothing on its control socket and moves no frame: its
+	// links look paused to its peers.
+	Stopped, Resume string
+}
+
+// procStatus is the status of a recorded daemon.
+func procStatus(p nsProcEntry) ProcStatus {
+	ps := ProcStatus{Name: p.Name, Namespace: p.Namespace, Pid: p.Pid, Alive: p.StartTime != 0 && nsAlive(p.Pid, p.StartTime)}
+	if ps.Alive {
+		if st := ctlpeer.Read(p.Pid); st.Stopped() {
+			ps.Stopped, ps.Resume = st.StateWord(), st.Hint()
+		}
+	}
+	return ps
 }
 
 // Procs lists the recorded daemons with their liveness (the same pid
@@ -187,7 +207,7 @@ func (s *State) Procs() []ProcStatus {
 	defer s.mu.Unlock()
 	out := make([]ProcStatus, len(s.rec.Procs))
 	for i, p := range s.rec.Procs {
-		out[i] = ProcStatus{Name: p.Name, Namespace: p.Namespace, Pid: p.Pid, Alive: p.StartTime != 0 && nsAlive(p.Pid, p.StartTime)}
+		out[i] = procStatus(p)
 	}
 	return out
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/emufabric/emufabric/internal/ctlpeer"
 )
 
 // Client side of the daemons' run-time operations (counters, link changes,
@@ -99,8 +101,7 @@ func SetLink(control string, c LinkChange, timeout time.Duration) (json.RawMessa
 	}{"link", c}
 	var raw json.RawMessage
 	if err := ControlRequest(control, req, &raw, timeout); err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if ctlpeer.Timeout(err) {
 			// The request was sent: a daemon that was only slow (stopped,
 			// loaded) still applies it when it reads it.
 			return nil, fmt.Errorf("%w (the daemon got the request and may still apply it: `%s` shows the link as it is)", err, socketStatusCommand(control))
@@ -165,16 +166,18 @@ func OpenCapture(control string, ports []string, padLinks bool, timeout time.Dur
 		return nil, err
 	}
 	if _, err := c.Write(append(b, '\n')); err != nil {
+		err = controlErr(c, control, timeout, err)
 		c.Close()
-		return nil, fmt.Errorf("control %s: %w", control, err)
+		return nil, err
 	}
 	// The OK line is read byte-wise up to its newline by a buffered
 	// reader that then keeps serving the pcapng bytes behind it.
 	br := bufio.NewReaderSize(c, 64<<10)
 	line, err := br.ReadBytes('\n')
 	if err != nil {
+		err = controlErr(c, control, timeout, err)
 		c.Close()
-		return nil, fmt.Errorf("control %s: %w", control, err)
+		return nil, err
 	}
 	var head struct {
 		OK    bool   `json:"ok"`

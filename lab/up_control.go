@@ -9,13 +9,18 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"github.com/emufabric/emufabric/internal/ctlpeer"
 )
 
 // ControlRequest sends one request to a daemon's control socket (newline-
 // delimited JSON, the protocol emuswitch and emunic share) and decodes the
 // one-line response into resp. A response with "ok": false is an error
 // carrying the daemon's "error" text. The whole exchange is bounded by
-// timeout.
+// timeout; a daemon that did not answer in it is named in the error with
+// its state (ctlpeer.NoAnswerError: "emunic (pid N) did not answer in 1s:
+// it is stopped (SIGSTOP)"), since a stopped daemon's socket still takes
+// the connection and the request.
 func ControlRequest(path string, req, resp any, timeout time.Duration) error {
 	c, err := dialControl(path, timeout)
 	if err != nil {
@@ -30,11 +35,11 @@ func ControlRequest(path string, req, resp any, timeout time.Duration) error {
 		return err
 	}
 	if _, err := c.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("control %s: %w", path, err)
+		return controlErr(c, path, timeout, err)
 	}
 	line, err := bufio.NewReaderSize(c, 64<<10).ReadBytes('\n')
 	if err != nil {
-		return fmt.Errorf("control %s: %w", path, err)
+		return controlErr(c, path, timeout, err)
 	}
 	var head struct {
 		OK    bool   `json:"ok"`
@@ -205,6 +210,16 @@ func dialControl(path string, timeout time.Duration) (net.Conn, error) {
 		return nil, fmt.Errorf("%w: %w (`%s` shows which is dead)", err, ErrNoDaemon, socketStatusCommand(path))
 	}
 	return c, err
+}
+
+// controlErr is the error of a request on c to the control socket path
+// that failed after waiting up to timeout: a deadline that ran out names
+// the daemon and what it is doing, any other error says the socket.
+func controlErr(c net.Conn, path string, timeout time.Duration, err error) error {
+	if ctlpeer.Timeout(err) {
+		return ctlpeer.NoAnswer(c, path, timeout, err)
+	}
+	return fmt.Errorf("control %s: %w", path, err)
 }
 
 // linkStateReply is the link_state part of an emuswitch's status reply

@@ -97,8 +97,7 @@ func ReadStatus(root, name string) (*LabStatus, error) {
 		}
 	}
 	for _, p := range rec.Procs {
-		st.Procs = append(st.Procs, ProcStatus{Name: p.Name, Namespace: p.Namespace, Pid: p.Pid,
-			Alive: p.StartTime != 0 && nsAlive(p.Pid, p.StartTime)})
+		st.Procs = append(st.Procs, procStatus(p))
 	}
 	for _, p := range rec.Sockets {
 		_, err := os.Lstat(p)

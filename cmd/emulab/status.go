@@ -31,13 +31,16 @@ func init() {
 		Long: `status lists the labs under the state directory (or the one named) and, for
 each, its namespaces with their interfaces (up, carrier, MTU, addresses), its
 daemons with their pids and whether they still run, and every daemon's ports as
-its control socket reports them (up, down, or waiting for the peer).
+its control socket reports them (up, down, or waiting for the peer). A daemon
+that is stopped (kill -STOP, Ctrl-Z, a debugger) is said to be, with its pid
+and what continues it; a daemon that does not answer within a second is named
+with its state from /proc.
 
 It reads the state directory without locking it, so it also shows a lab whose
 up is still running or was killed; "down" removes such a lab.
 
 Exit status 3 (as systemctl status for a unit that is not running) when a lab
-shown has a dead daemon or an up that did not finish, so that a script can
+shown has a dead, stopped or silent daemon or an up that did not finish, so that a script can
 check a lab's health; 0 when every lab shown is up whole.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -104,14 +107,25 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 	case st.Locked:
 		state = "up (a controller holds it)"
 	}
-	dead := 0
+	dead, stopped := 0, 0
 	for _, p := range st.Procs {
-		if !p.Alive {
+		switch {
+		case !p.Alive:
 			dead++
+		case p.Stopped != "":
+			stopped++
 		}
 	}
 	if dead > 0 && st.Info != nil {
 		state = fmt.Sprintf("up, %d daemon%s dead (its links are down; `%s` and up again)", dead, livePlural(dead), lab.DownCommand(filepath.Dir(st.Dir), st.Name))
+	}
+	if stopped > 0 && st.Info != nil {
+		// A stopped daemon is not dead: continued, it goes on where it
+		// was, and its peers see a link that was paused.
+		if dead == 0 {
+			state = "up"
+		}
+		state += fmt.Sprintf(", %d daemon%s stopped (below)", stopped, livePlural(stopped))
 	}
 	fmt.Fprintf(w, "lab %s: %s; state %s\n", st.Name, state, st.Dir)
 	if st.Info != nil {
@@ -126,6 +140,19 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 	for _, p := range st.Procs {
 		alive[p.Namespace] = p
 	}
+	// stoppedNode is the line said of a node whose daemon is stopped,
+	// in place of asking it (it would not answer), or "".
+	stoppedNode := func(n lab.NodeInfo) string {
+		p, ok := alive[n.Namespace]
+		if !ok || !p.Alive || p.Stopped == "" {
+			return ""
+		}
+		s := fmt.Sprintf("  %s: %s (pid %d) is %s: it answers nothing and its links carry nothing until it is continued", n.Name, p.Name, p.Pid, p.Stopped)
+		if p.Resume != "" {
+			s += " (" + p.Resume + ")"
+		}
+		return s
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAMESPACE\tDAEMON\tPID\tINTERFACES")
 	for _, ns := range st.Namespaces {
@@ -133,8 +160,11 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 		if p, ok := alive[ns.Name]; ok {
 			daemon = p.Name
 			pid = fmt.Sprint(p.Pid)
-			if !p.Alive {
+			switch {
+			case !p.Alive:
 				pid += " (dead)"
+			case p.Stopped != "":
+				pid += " " + p.Stopped
 			}
 		}
 		var ifs []string
@@ -176,6 +206,10 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 		fmt.Fprintln(tw, "  PORT\tPEER\tLINK\tWIRE\tTRANSPORT")
 		for _, n := range st.Info.Nodes {
 			if n.Control == "" {
+				continue
+			}
+			if line := stoppedNode(n); line != "" {
+				unreachable = append(unreachable, line)
 				continue
 			}
 			view, err := lab.QueryDaemonView(n.Control, statusControlTimeout)

@@ -491,6 +491,28 @@ func testUpHosts(t *testing.T, e *upEnv, hosts string) {
 		e.down(t, l, socks)
 		socks = e.up(t, l, hosts)
 		e.ping(t, l, "h1", "h2")
+
+		// kill -STOP of an emunic: every command that asks it is told
+		// in bounded time which daemon did not answer and why, and down
+		// takes the stopped daemon with the rest.
+		pid := e.pid(t, l, "emunic-h2")
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped := fmt.Sprintf("emunic (pid %d) did not answer in", pid)
+		st, errOut, code := e.run(t, "status", l.name)
+		if code != exitUnwell || !strings.Contains(st, ": up, 1 daemon stopped (below)") ||
+			!regexp.MustCompile(fmt.Sprintf(`emunic-h2\s+%d stopped \(SIGSTOP\)`, pid)).MatchString(st) ||
+			!strings.Contains(st, fmt.Sprintf("h2: emunic-h2 (pid %d) is stopped (SIGSTOP)", pid)) {
+			t.Errorf("status with emunic-h2 stopped: exit %d\n%s\n%s", code, st, errOut)
+		}
+		for _, args := range [][]string{{"stats", l.node("h2")}, {"capture", l.node("h2"), "-w", filepath.Join(t.TempDir(), "h2.pcapng")}} {
+			if _, errOut, code := e.run(t, args[0], args[1:]...); code == 0 || !strings.Contains(errOut, stopped) || !strings.Contains(errOut, "stopped (SIGSTOP)") {
+				t.Errorf("%s with emunic-h2 stopped: exit %d, %s", args[0], code, errOut)
+			}
+		}
+		e.down(t, l, socks)
+		socks = e.up(t, l, hosts)
 	}
 	// A shell left running in a namespace does not survive down.
 	sh := exec.Command(filepath.Join(e.bin, "emulab"), "exec", "--state-dir", e.state, l.node("h2"), "--", "sleep", "600")
