@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/emufabric/emufabric/internal/ctlpeer"
 	"github.com/emufabric/emufabric/nic"
 	"golang.org/x/sys/unix"
 )
@@ -19,19 +20,56 @@ import (
 // hands each QP the other's QPInfo (Connect), then posts work requests and
 // polls completions. Everything the Client created goes away when it is
 // closed. Safe for concurrent use (requests are serialized).
+//
+// Every wait for an answer is bounded: a request the daemon answers at
+// once by Timeout, poll_cq by its own timeout plus Timeout, and the perf
+// loops (perf_bw, perf_lat, perf_recv, perf_pong), which run as long as
+// the test, by the daemon's own wait for each completion (runWait). What
+// no bound of the daemon's covers is the daemon not running at all: a
+// daemon stopped by SIGSTOP keeps its socket, takes the request and
+// answers nothing. So while it waits the client looks at the daemon's
+// state (the socket's listener, /proc/PID/stat) every peerCheck, and a
+// daemon stopped for StoppedWait fails the request with a
+// ctlpeer.NoAnswerError that names it: "emunic (pid N) did not answer in
+// 2s: it is stopped (SIGSTOP)".
 type Client struct {
-	mu sync.Mutex
-	c  *net.UnixConn
-	r  *bufio.Reader
+	// Timeout bounds the answer to a request the daemon answers at once;
+	// Dial sets DefaultTimeout.
+	Timeout time.Duration
+	// StoppedWait is how long a stopped daemon may stay stopped while a
+	// request waits; Dial sets DefaultStoppedWait.
+	StoppedWait time.Duration
+
+	mu     sync.Mutex
+	c      *net.UnixConn
+	r      *bufio.Reader
+	path   string
+	pid    int   // the daemon's (SO_PEERCRED), 0 if unknown
+	broken error // a request failed mid-answer: the stream is out of step
 }
+
+const (
+	// DefaultTimeout is a Client's Timeout: a request the daemon answers
+	// at once takes microseconds; a loaded machine may stretch that to
+	// seconds, not to half a minute.
+	DefaultTimeout = 30 * time.Second
+	// DefaultStoppedWait is a Client's StoppedWait: long enough for a
+	// daemon stopped by accident to be continued, short enough that a
+	// user is told before they reach for Ctrl-C.
+	DefaultStoppedWait = 2 * time.Second
+	// peerCheck is how often a waiting request looks at the daemon.
+	peerCheck = 500 * time.Millisecond
+)
 
 // Dial connects to a control socket.
 func Dial(path string) (*Client, error) {
-	c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: path, Net: "unix"})
+	nc, err := net.DialTimeout("unix", path, DefaultTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{c: c, r: bufio.NewReaderSize(c, 64<<10)}, nil
+	c := nc.(*net.UnixConn)
+	return &Client{Timeout: DefaultTimeout, StoppedWait: DefaultStoppedWait,
+		c: c, r: bufio.NewReaderSize(c, 64<<10), path: path, pid: ctlpeer.Pid(c)}, nil
 }
 
 // Close closes the connection; the daemon then destroys the session's QPs
@@ -49,21 +87,30 @@ func (c *Client) Call(req *Request, fd int) (*Response, error) {
 	b = append(b, '\n')
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.broken != nil {
+		return nil, fmt.Errorf("%s: an earlier request on this connection failed: %w", req.Op, c.broken)
+	}
 	var oob []byte
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
-	n, _, err := c.c.WriteMsgUnix(b, oob, nil)
-	if err != nil {
+	// A request is a few KiB at most, which the socket's buffer takes even
+	// from a daemon that reads nothing; the deadline is for the one that
+	// does not.
+	if err := c.c.SetWriteDeadline(time.Now().Add(c.Timeout)); err != nil {
 		return nil, err
 	}
-	if n < len(b) {
-		if _, err := c.c.Write(b[n:]); err != nil {
-			return nil, err
-		}
+	n, _, err := c.c.WriteMsgUnix(b, oob, nil)
+	if err == nil && n < len(b) {
+		_, err = c.c.Write(b[n:])
 	}
-	line, err := c.r.ReadBytes('\n')
 	if err != nil {
+		c.broken = err
+		return nil, ctlpeer.NoAnswer(c.c, c.path, c.Timeout, err)
+	}
+	line, err := c.readAnswer(answerBound(req, c.Timeout))
+	if err != nil {
+		c.broken = err
 		return nil, err
 	}
 	var resp Response
@@ -77,6 +124,62 @@ func (c *Client) Call(req *Request, fd int) (*Response, error) {
 		return &resp, fmt.Errorf("%s: %s", req.Op, resp.Error)
 	}
 	return &resp, nil
+}
+
+// answerBound is how long the answer to req may take: 0 for the perf
+// loops, which run as long as the test and whose every wait the daemon
+// bounds itself; poll_cq's own wait and then timeout; timeout for the rest.
+func answerBound(req *Request, timeout time.Duration) time.Duration {
+	switch req.Op {
+	case "perf_bw", "perf_lat", "perf_recv", "perf_pong":
+		return 0
+	case "poll_cq":
+		return time.Duration(req.TimeoutMs)*time.Millisecond + timeout
+	}
+	return timeout
+}
+
+// readAnswer reads one response line, waiting up to bound (0: as long as
+// the daemon runs), and looks at the daemon every peerCheck meanwhile: one
+// that was stopped for StoppedWait, or did not answer within bound, is a
+// NoAnswerError naming it and its state.
+func (c *Client) readAnswer(bound time.Duration) ([]byte, error) {
+	start := time.Now()
+	var line []byte
+	var stoppedSince time.Time
+	for {
+		next := time.Now().Add(peerCheck)
+		if end := start.Add(bound); bound > 0 && end.Before(next) {
+			next = end
+		}
+		if err := c.c.SetReadDeadline(next); err != nil {
+			return nil, err
+		}
+		part, err := c.r.ReadBytes('\n')
+		line = append(line, part...) // a deadline keeps what came before it
+		if err == nil {
+			return line, c.c.SetReadDeadline(time.Time{})
+		}
+		if !ctlpeer.Timeout(err) {
+			return nil, err
+		}
+		now := time.Now()
+		p := ctlpeer.Read(c.pid)
+		switch {
+		case c.pid == 0 || !p.Stopped():
+			stoppedSince = time.Time{}
+		case stoppedSince.IsZero():
+			stoppedSince = now
+		}
+		stoppedLong := !stoppedSince.IsZero() && now.Sub(stoppedSince) >= c.StoppedWait
+		if stoppedLong || bound > 0 && now.Sub(start) >= bound {
+			e := &ctlpeer.NoAnswerError{Path: c.path, Waited: now.Sub(start), Err: err}
+			if c.pid != 0 {
+				e.Proc = p
+			}
+			return nil, e
+		}
+	}
 }
 
 // Status returns the daemon's status.

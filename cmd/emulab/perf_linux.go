@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/emufabric/emufabric/internal/ctlpeer"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/nic"
 	"github.com/emufabric/emufabric/nicd"
@@ -349,7 +350,37 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			return err
 		}
 	}
-	return goneHint(retryHint(runErr, plan), plan.stateDir, src.Lab)
+	return stoppedHint(goneHint(retryHint(runErr, plan), plan.stateDir, src.Lab), plan.stateDir, src.Lab)
+}
+
+// stoppedHint names the lab's stopped daemons after a run that failed: a
+// stopped emunic or emuswitch carries nothing, so its peers see a paused
+// link and the run ends in a retry error or a wait that ran out, which
+// does not say why. A run that failed on the stopped daemon's own control
+// socket (ctlpeer.NoAnswerError) named it already.
+func stoppedHint(err error, root, labName string) error {
+	var na *ctlpeer.NoAnswerError
+	if err == nil || errors.As(err, &na) {
+		return err
+	}
+	st, serr := lab.ReadStatus(root, labName)
+	if serr != nil {
+		return err
+	}
+	var stopped []string
+	for _, p := range st.Procs {
+		if p.Alive && p.Stopped != "" {
+			s := fmt.Sprintf("%s (pid %d) is %s", p.Name, p.Pid, p.Stopped)
+			if p.Resume != "" {
+				s += ": " + p.Resume
+			}
+			stopped = append(stopped, s)
+		}
+	}
+	if len(stopped) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n(%s; a stopped daemon moves no frame, so its links look paused)", err, strings.Join(stopped, "; "))
 }
 
 // goneHint explains an emunic that closed its control connection in the

@@ -506,7 +506,8 @@ func testUpHosts(t *testing.T, e *upEnv, hosts string) {
 			!strings.Contains(st, fmt.Sprintf("h2: emunic-h2 (pid %d) is stopped (SIGSTOP)", pid)) {
 			t.Errorf("status with emunic-h2 stopped: exit %d\n%s\n%s", code, st, errOut)
 		}
-		for _, args := range [][]string{{"stats", l.node("h2")}, {"capture", l.node("h2"), "-w", filepath.Join(t.TempDir(), "h2.pcapng")}} {
+		for _, args := range [][]string{{"stats", l.node("h2")}, {"capture", l.node("h2"), "-w", filepath.Join(t.TempDir(), "h2.pcapng")},
+			{"perf", "write_bw", l.node("h1"), l.node("h2"), "-n", "100"}} {
 			if _, errOut, code := e.run(t, args[0], args[1:]...); code == 0 || !strings.Contains(errOut, stopped) || !strings.Contains(errOut, "stopped (SIGSTOP)") {
 				t.Errorf("%s with emunic-h2 stopped: exit %d, %s", args[0], code, errOut)
 			}
