@@ -21,9 +21,12 @@ import (
 // to the lab's directory must be one only trusted users can change, as
 // OpenSSH's StrictModes asks of a home directory: owned by root, by this
 // user or by the user who ran sudo (SUDO_UID, set by whoever could run
-// root already), and writable by nobody else (its owner's private group
-// aside: privateGroup) unless sticky (/tmp), where the next component's
-// owner check holds.
+// root already), and writable by nobody else unless sticky (/tmp), where
+// the next component's owner check holds. A group may write only if it is
+// its owner's private group (privateGroup) or root's group 0 with no
+// member but root: group 0 is that on a distribution's own accounts, not
+// in container images that run their users with gid 0, where a directory
+// of mode 775 is as open as one of mode 777.
 
 // trustedUID reports whether a file owned by uid may steer the controller.
 func trustedUID(uid uint32) bool {
@@ -86,9 +89,17 @@ func walkStatePath(dir string, missingOK bool) error {
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			continue // its target is walked by checkStatePath
 		}
-		writable := st.Mode&0o002 != 0 || st.Mode&0o020 != 0 && st.Gid != 0 && int(st.Gid) != os.Getegid() && !privateGroup(st.Gid, st.Uid)
-		if writable && st.Mode&unix.S_ISVTX == 0 {
+		if st.Mode&unix.S_ISVTX != 0 {
+			continue // sticky: the next component's owner check holds
+		}
+		switch {
+		case st.Mode&0o002 != 0:
 			return fmt.Errorf("%w: other users can write to %s (mode %o) and so replace what is in it: `chmod go-w %s`, or use another directory", errUntrustedStateDir, p, st.Mode&0o7777, p)
+		case st.Mode&0o020 != 0 && !privateGroup(st.Gid, st.Uid) && !(st.Gid == 0 && privateGroup(0, 0)):
+			// Group 0 is checked as any other: where other users are
+			// members of root's group (a container image that runs its
+			// users with gid 0), they can write.
+			return fmt.Errorf("%w: group %d can write to %s (mode %o) and is neither its owner's private group nor root's alone (/etc/passwd or /etc/group give it other members), so they could replace what is in it: `chmod g-w %s`, or use another directory", errUntrustedStateDir, st.Gid, p, st.Mode&0o7777, p)
 		}
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -185,6 +186,62 @@ func TestStateRootInAPrivateGroupDir(t *testing.T) {
 			}
 			if !c.ok && !errors.Is(err, errUntrustedStateDir) {
 				t.Errorf("OpenState: %v, want %v", err, errUntrustedStateDir)
+			}
+		})
+	}
+}
+
+// A directory group 0 can write to is safe only while group 0 is root's
+// alone: a container image that runs its users with gid 0 (as a primary
+// group, or listed in /etc/group) lets them write to it as to a
+// directory of mode 777.
+func TestStateRootGroupZeroWritable(t *testing.T) {
+	SkipUnlessRoot(t)
+	etc := t.TempDir()
+	passwd, group := filepath.Join(etc, "passwd"), filepath.Join(etc, "group")
+	defer func(p, g string) { passwdFile, groupFile = p, g }(passwdFile, groupFile)
+	passwdFile, groupFile = passwd, group
+	const rootOnly = "root:x:0:0::/root:/bin/sh\nalice:x:4242:4242::/home/alice:/bin/sh\n"
+	for _, c := range []struct {
+		name, passwd, group string
+		owner               int // the directory's uid (its gid is 0)
+		ok                  bool
+	}{
+		{"root's alone", rootOnly, "root:x:0:\nalice:x:4242:\n", 0, true},
+		{"root listed as its member", rootOnly, "root:x:0:root\n", 0, true},
+		{"of a sudo user's directory, root's alone", rootOnly, "root:x:0:\nalice:x:4242:\n", 4242, true},
+		{"a member", rootOnly, "root:x:0:alice\nalice:x:4242:\n", 0, false},
+		{"a user's primary group", rootOnly + "app:x:1000:0::/app:/bin/sh\n", "root:x:0:\n", 0, false},
+		{"a member, of a sudo user's directory", rootOnly, "root:x:0:alice\nalice:x:4242:\n", 4242, false},
+		{"not described", rootOnly, "alice:x:4242:\n", 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("SUDO_UID", "4242")
+			if err := os.WriteFile(passwd, []byte(c.passwd), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(group, []byte(c.group), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			root := filepath.Join(t.TempDir(), "labs")
+			if err := os.Mkdir(root, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(root, 0o775); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(root, c.owner, 0); err != nil {
+				t.Fatal(err)
+			}
+			s, err := OpenState(root, "lab1")
+			if s != nil {
+				s.Close()
+			}
+			if c.ok && err != nil {
+				t.Errorf("OpenState: %v", err)
+			}
+			if !c.ok && (!errors.Is(err, errUntrustedStateDir) || !strings.Contains(err.Error(), "group 0 can write to "+root)) {
+				t.Errorf("OpenState: %v, want %v naming group 0", err, errUntrustedStateDir)
 			}
 		})
 	}
