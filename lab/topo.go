@@ -290,12 +290,20 @@ func ParseTopo(name, spec string) (*Topo, error) {
 		}
 	}
 	// Every shape, not the tree alone: linear,256,256 is 65,536 hosts,
-	// and checking that file took all the memory of the machine.
-	if n := topoHosts(kind, p); n > maxTopoHosts {
-		return nil, fmt.Errorf("topology %q: %d hosts; at most %d", spec, n, maxTopoHosts)
+	// and checking that file took all the memory of the machine. Nor
+	// the hosts alone: leafspine,256,256,1 has 256 of them and 512
+	// switches with 65,792 links, a 244 MB file.
+	hosts, switches, links := topoSize(kind, p)
+	for _, c := range []struct {
+		what   string
+		n, max int
+	}{{"hosts", hosts, maxTopoHosts}, {"switches", switches, maxTopoSwitches}, {"links", links, maxTopoLinks}} {
+		if c.n > c.max {
+			return nil, fmt.Errorf("topology %q: %d %s; at most %d", spec, c.n, c.what, c.max)
+		}
 	}
 	t := NewTopo(name)
-	hosts := 0
+	hosts = 0
 	host := func() string { hosts++; return t.AddHost("h" + strconv.Itoa(hosts)) }
 	switch kind {
 	case "single":
@@ -370,32 +378,43 @@ var (
 	}
 )
 
-// maxTopoHosts bounds a predefined shape's hosts: a lab's checks grow
-// with the square of its hosts (every pair's path), and a real lab runs
-// a daemon per host.
-const maxTopoHosts = 256
+// A predefined shape's size is bounded. A lab's checks grow with the
+// square of its hosts (every pair's path), and a real lab runs a daemon
+// per host and per switch and two rings per link (8 MiB of memory mapped
+// each). The largest shapes of 256 hosts with a sensible core are within
+// the bounds: linear,256 (256 switches, 511 links), tree,depth=8,fanout=2
+// (255, 510), leafspine,32,24,8 (56, 1,024).
+const (
+	maxTopoHosts    = 256
+	maxTopoSwitches = 256
+	maxTopoLinks    = 1024
+)
 
-// topoHosts is how many hosts shape kind with parameters p has.
-func topoHosts(kind string, p [3]int) int {
+// topoSize is how many hosts, switches and links shape kind with
+// parameters p has. A count past 1<<20 is reported as it is reached, not
+// computed to its end.
+func topoSize(kind string, p [3]int) (hosts, switches, links int) {
 	switch kind {
 	case "single":
-		return p[0]
+		return p[0], 1, p[0]
 	case "linear":
-		return p[0] * p[1]
+		k, n := p[0], p[1]
+		return k * n, k, k*n + k - 1
 	case "tree":
-		return pow(p[1], p[0])
-	default:
-		return p[0] * p[2]
-	}
-}
-
-func pow(b, e int) int {
-	r := 1
-	for range e {
-		r *= b
-		if r > 1<<20 {
-			return r
+		depth, fanout := p[0], p[1]
+		// Level i (0 at the root) has fanout^i switches; the leaves'
+		// level, depth, has the hosts. Every node but the root has one
+		// link up.
+		level := 1
+		for range depth {
+			switches += level
+			if level = level * fanout; level > 1<<20 {
+				break
+			}
 		}
+		return level, switches, switches - 1 + level
+	default:
+		leaves, spines, per := p[0], p[1], p[2]
+		return leaves * per, leaves + spines, leaves * (per + spines)
 	}
-	return r
 }

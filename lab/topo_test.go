@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -69,6 +70,12 @@ func TestParseTopo(t *testing.T) {
 		"linear,256,256":        "65536 hosts; at most 256",
 		"linear,k=17,n=16":      "272 hosts; at most 256",
 		"leafspine,256,256,256": "65536 hosts; at most 256",
+		// Nor the hosts alone: 256 hosts each, and 65,792 links (a
+		// 244 MB file, 5 s to write), 16,640, 4,352.
+		"leafspine,256,256,1": "512 switches; at most 256",
+		"leafspine,128,128,2": "16640 links; at most 1024",
+		"leafspine,64,64,4":   "4352 links; at most 1024",
+		"leafspine,2,255,1":   "257 switches; at most 256",
 		// A left-over or repeated argument was dropped without a word.
 		"single,4,8":           `argument "8" is one too many`,
 		"leafspine,2,2,2,2":    `argument "2" is one too many`,
@@ -208,6 +215,42 @@ func TestTopoTrafficLoadRange(t *testing.T) {
 		tp.Traffic = TopoTraffic{Pattern: "pairs", Load: l}
 		if _, err := tp.Spec(); err == nil || !strings.Contains(err.Error(), "at most 1") {
 			t.Errorf("load %g: error %v, want one saying the range\n%s", l, err, tp.YAML())
+		}
+	}
+}
+
+// topoSize, which bounds a shape before it is built, counts what the
+// shape builds, up to the bounds themselves.
+func TestTopoSize(t *testing.T) {
+	for _, spec := range []string{"single,1", "single,256", "linear,256", "linear,16,16", "linear,256,1",
+		"tree,depth=1,fanout=2", "tree,depth=8,fanout=2", "tree,depth=4,fanout=4", "tree,depth=256,fanout=1",
+		"leafspine,1,1,1", "leafspine,32,24,8", "leafspine,4,2,4"} {
+		tp, err := ParseTopo("size", spec)
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		s, err := Parse("size.yaml", tp.YAML())
+		if err != nil {
+			t.Errorf("%s: %v", spec, err)
+			continue
+		}
+		kind, _, _ := strings.Cut(spec, ",")
+		var p [3]int
+		for i, v := range strings.Split(spec, ",")[1:] {
+			if _, val, ok := strings.Cut(v, "="); ok {
+				v = val
+			}
+			p[i], _ = strconv.Atoi(v)
+		}
+		for i, d := range topoDefaults[kind] {
+			if p[i] == 0 {
+				p[i] = d
+			}
+		}
+		h, sw, l := topoSize(kind, p)
+		if h != len(s.NICs()) || sw != len(s.Switches()) || l != len(s.Links) {
+			t.Errorf("%s: topoSize %d hosts, %d switches, %d links; built %d, %d, %d", spec, h, sw, l, len(s.NICs()), len(s.Switches()), len(s.Links))
 		}
 	}
 }

@@ -29,8 +29,8 @@ arguments are positional or key=value:
   leafspine,L,S[,H]        leaves leaf1..leafL, each linked to every spine
                            spine1..spineS, H hosts per leaf (default 2)
 
-Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order, at most
-256. --traffic adds raw RDMA WRITE flows over every host, which sim runs (RoCE
+Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order. A shape
+has at most 256 hosts, 256 switches and 1024 links. --traffic adds raw RDMA WRITE flows over every host, which sim runs (RoCE
 packets with real PSNs at the link's rate or --load, no NIC: nothing acknowledges them or
 reacts to ECN; for NICs with DCQCN, edit the entry into an RDMA flow with op:
 write, as docs/lab-file.md shows):
