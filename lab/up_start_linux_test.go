@@ -122,7 +122,11 @@ func TestUpStartHelper(t *testing.T) {
 	if l == nil {
 		return // the subtest failed before the lab was up; it said why
 	}
-	// The subtest's cleanup took the lab down.
+	// The subtest's cleanup took the lab down and removed its state
+	// root, not a later sweep.
+	if _, err := os.Lstat(l.State.Root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("state root %s left after cleanup: %v", l.State.Root, err)
+	}
 	for _, ns := range []string{"sw1", "h1", "h2"} {
 		if NamespaceExists(NamespacePrefix + spec.Name + "-" + ns) {
 			t.Errorf("namespace of %s left after cleanup", ns)
