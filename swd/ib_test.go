@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -314,6 +316,34 @@ func TestIBForwardAndCredits(t *testing.T) {
 		if strings.Contains(resp.body, bad) {
 			t.Errorf("IB metrics contain %s", bad)
 		}
+	}
+	// emu_port_*_packets_total count the wire's packets, link packets
+	// included, and IBA's PortCounters of the control socket exclude
+	// them: the difference is the per-VL flow-control families, as the
+	// metrics' help and docs/daemons.md say. The link packets keep
+	// flowing (one a millisecond), so the counters are read with the
+	// metrics in one snapshot of the loop: the metrics' own.
+	sample := func(name, port string) uint64 {
+		var sum uint64
+		re := regexp.MustCompile(`(?m)^` + name + `\{lab="swdib",node="sw1",port="` + port + `"(,vl="\d")?\} (\d+)$`)
+		for _, m := range re.FindAllStringSubmatch(resp.body, -1) {
+			v, _ := strconv.ParseUint(m[2], 10, 64)
+			sum += v
+		}
+		return sum
+	}
+	for _, port := range []string{"p1", "p2"} {
+		for _, dir := range []string{"transmitted", "received"} {
+			wire := sample("emu_port_"+dir+"_packets_total", port)
+			fc := sample("emu_vl_flow_control_packets_"+dir+"_total", port)
+			data := sample("emu_vl_"+dir+"_packets_total", port)
+			if fc == 0 || wire != fc+data {
+				t.Errorf("%s: emu_port_%s_packets_total %d, want the flow-control packets (%d) and the data packets (%d)", port, dir, wire, fc, data)
+			}
+		}
+	}
+	if !strings.Contains(resp.body, "# HELP emu_port_transmitted_packets_total Packets transmitted by the switch port, link (flow-control) packets included") {
+		t.Errorf("the help of emu_port_transmitted_packets_total does not say it counts link packets")
 	}
 }
 

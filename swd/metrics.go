@@ -28,7 +28,10 @@ import (
 // An IB switch has no PFC, ECN, priority groups or flooding: instead of
 // those families it exports per data VL, with a vl label, what IB's
 // port counters and credits show (emu_vl_*, port_xmit_wait as
-// emu_port_xmit_wait_seconds_total) and its SMA's SMP counts.
+// emu_port_xmit_wait_seconds_total) and its SMA's SMP counts. Its
+// emu_port_*_packets_total count the wire's packets, link packets
+// included, as RoCE's and emunic's do: not IBA's PortCounters, which
+// exclude them (ibMetrics says where they are).
 
 // metricsContentType is the text exposition format's media type.
 const metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -80,10 +83,23 @@ func (d *Daemon) metricsText() []byte {
 		add("emu_port_peer_silent", "gauge", "1 while a UDP link's peer has sent nothing, not even a keepalive, for a second: the port is down.", "{"+pl+"}", silent)
 		add("emu_link_rate_bytes_per_second", "gauge", "Rate of the emulated wire behind the port.", "{"+pl+"}", float64(p.rate)/8)
 		add("emu_link_delay_seconds", "gauge", "One-way propagation delay of the emulated wire.", "{"+pl+"}", seconds(p.delay))
-		ctr("emu_port_received_packets_total", "Frames received by the switch port, control frames included (rx_packets_phy).", c.RxPacketsPhy)
-		ctr("emu_port_received_bytes_total", "Bytes received by the switch port (rx_bytes_phy).", c.RxBytesPhy)
-		ctr("emu_port_transmitted_packets_total", "Frames transmitted by the switch port (tx_packets_phy).", c.TxPacketsPhy)
-		ctr("emu_port_transmitted_bytes_total", "Bytes transmitted by the switch port (tx_bytes_phy).", c.TxBytesPhy)
+		if d.ib {
+			// The wire's packets, as on RoCE and as emunic's emu_port_*
+			// count them, so that one query covers both ends of a link
+			// of either fabric. IBA's PortCounters (port_xmit_packets,
+			// port_rcv_packets of the control socket, perfquery's
+			// PortXmitPkts) exclude link packets (16.1.3.5): the
+			// difference is emu_vl_flow_control_packets_*_total.
+			ctr("emu_port_received_packets_total", "Packets received by the switch port, link (flow-control) packets included (rx_packets_phy); IBA's PortRcvPkts (port_rcv_packets) excludes them: they are emu_vl_flow_control_packets_received_total.", c.RxPacketsPhy)
+			ctr("emu_port_received_bytes_total", "Bytes of every packet received by the switch port, link packets and VCRC included (rx_bytes_phy).", c.RxBytesPhy)
+			ctr("emu_port_transmitted_packets_total", "Packets transmitted by the switch port, link (flow-control) packets included (tx_packets_phy); IBA's PortXmitPkts (port_xmit_packets) excludes them: they are emu_vl_flow_control_packets_transmitted_total.", c.TxPacketsPhy)
+			ctr("emu_port_transmitted_bytes_total", "Bytes of every packet transmitted by the switch port, link packets and VCRC included (tx_bytes_phy).", c.TxBytesPhy)
+		} else {
+			ctr("emu_port_received_packets_total", "Frames received by the switch port, control frames included (rx_packets_phy).", c.RxPacketsPhy)
+			ctr("emu_port_received_bytes_total", "Bytes received by the switch port (rx_bytes_phy).", c.RxBytesPhy)
+			ctr("emu_port_transmitted_packets_total", "Frames transmitted by the switch port (tx_packets_phy).", c.TxPacketsPhy)
+			ctr("emu_port_transmitted_bytes_total", "Bytes transmitted by the switch port (tx_bytes_phy).", c.TxBytesPhy)
+		}
 		ctr("emu_port_link_down_events_total", "Times the port's link went down after it had come up (link_down_events_phy).", c.LinkDownEvents)
 		if !d.ib {
 			ctr("emu_pause_frames_received_total", "MAC Control frames (PFC and PAUSE) received (rx_pause_ctrl_phy).", c.RxPauseCtrlPhy)
