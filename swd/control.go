@@ -335,6 +335,8 @@ func (d *Daemon) eachCounter(p *swPort, fn func(name string, v uint64)) {
 	fn("transport_rx_link_errors", t.RxLinkErrors)
 	fn("transport_tx_queue_drop", t.TxQueueDrops)
 	fn("transport_tx_hold", p.hold.holds)
+	fn("transport_tx_backlog_holds", p.hold.backlogHolds)
+	fn("transport_tx_backlog_max", uint64(p.hold.backlogMax))
 	fn("transport_tx_errors", t.TxErrors)
 	// The daemon's loop, the same on every port: a switch that ran late
 	// sent its XOFFs late (rt.Lag).

@@ -217,6 +217,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		// or corruption. Between two emuswitches each end emulates its own
 		// egress.
 		p.nicPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindNIC
+		p.swPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindSwitch
 		p.both = p.bind != nil && (p.bind.Kind == TAPLink || p.nicPeer)
 		// The wire is free for the next frame its per-frame overhead
 		// (preamble, FCS, inter-frame gap) after a tail, as the engine's

@@ -136,6 +136,7 @@ func (d *Daemon) metricsText() []byte {
 		ctr("emu_transport_tx_ring_full_total", "Times the shared-memory ring toward the port's peer was full and the writer waited for the peer to read (a peer that fell behind).", t.TxFull)
 		ctr("emu_transport_rx_ring_sleeps_total", "Times the port's reader found its shared-memory ring empty and slept until the peer wrote.", t.RxSleeps)
 		ctr("emu_transport_tx_holds_total", "Times the port's transmitter was held because the transport writer fell behind (frames waited in the egress queues).", p.hold.holds)
+		ctr("emu_transport_tx_backlog_holds_total", "Of the holds, those for the link's ring backlog: the peer switch had not read MaxBacklog (2 ms of the link) yet.", p.hold.backlogHolds)
 		ctr("emu_capture_dropped_records_total", "Capture records a slow capture client lost.", p.st.CaptureDrops)
 		if d.ib {
 			d.ibMetrics(p, pl, add)

@@ -30,6 +30,9 @@ type swPort struct {
 	// ingress wire adds only delay, loss and corruption, and the frame's
 	// tail is timed from its release at the port speed (fromPeer).
 	nicPeer bool
+	// swPeer is set when the other end is an emuswitch (txhold.go bounds
+	// the link's ring backlog toward it).
+	swPeer bool
 	// noFlood leaves the port out of broadcast/multicast flooding: outside
 	// the spanning tree of the lab's switches as the links are now
 	// (linkstate.go), or named by --no-flood.

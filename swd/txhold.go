@@ -3,6 +3,7 @@ package swd
 import (
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/frame"
+	"github.com/emufabric/emufabric/rt"
 )
 
 // Egress back-pressure from a socket transport.
@@ -20,6 +21,19 @@ import (
 // keeps reading every port, so two switches that fill each other's
 // sockets both ways still drain each other (a blocked loop could
 // deadlock them).
+//
+// Toward another switch the port is also held while the link's backlog
+// (the bytes of the ring the peer has not read yet, rt.Backlogger) is
+// rt.MaxBacklog of the wire's rate (2 ms of the link), and released at
+// half, as emunic's transmit gate does (nicd/gate.go). The writer's queue
+// drains into the ring at the machine's speed, so holdHigh alone lets a
+// peer switch that runs late find the whole ring waiting when it wakes:
+// 4 MiB, 17 ms of a 2 Gb/s link, all sent before the peer could see any
+// and send XOFF, which overruns its lossless PGs' headroom by megabytes.
+// Held, the frames wait in this switch's egress queues, where its buffer
+// accounting sends PFC upstream. Toward an emunic the ring stays the
+// bound: the NIC has no headroom to overrun, and its reads are the
+// receiver's throughput.
 const (
 	holdHigh = txQueue * 3 / 4
 	holdLow  = txQueue / 4
@@ -34,7 +48,11 @@ type txHold struct {
 	base  uint64 // the transport's finished count when it was attached
 	held  bool
 	holds uint64 // times the port was held (counter transport_tx_hold)
-	timer clock.Timer
+	// backlogHolds counts the holds for the link's backlog (a peer switch
+	// reading late), of holds; backlogMax is the largest backlog seen.
+	backlogHolds uint64
+	backlogMax   int
+	timer        clock.Timer
 }
 
 // inflight is the number of frames handed to the transport that its
@@ -54,12 +72,40 @@ func (p *swPort) sendTransport(f *frame.Frame) {
 	p.tr.Transmit(f)
 	h := &p.hold
 	h.sent++
-	if !h.held && p.inflight() >= holdHigh {
+	if h.held {
+		return
+	}
+	over := false
+	if lim := p.backlogLimit(); lim > 0 {
+		b := p.tr.TxBacklog()
+		h.backlogMax = max(h.backlogMax, b)
+		over = b >= lim
+	}
+	if over || p.inflight() >= holdHigh {
 		h.held = true
 		h.holds++
+		if over {
+			h.backlogHolds++
+		}
 		p.d.sw.HoldTx(p.idx, true)
 		p.armHoldPoll()
 	}
+}
+
+// backlogHigh: the ring backlog is still above half the limit, where a
+// held port stays held.
+func (p *swPort) backlogHigh() bool {
+	lim := p.backlogLimit()
+	return lim > 0 && p.tr.TxBacklog() > lim/2
+}
+
+// backlogLimit is the ring backlog at which the port is held (see above),
+// 0 for none: a peer that is not a switch.
+func (p *swPort) backlogLimit() int {
+	if !p.swPeer {
+		return 0
+	}
+	return rt.MaxBacklog(p.rate)
 }
 
 func (p *swPort) armHoldPoll() {
@@ -77,7 +123,7 @@ func (p *swPort) checkHold() {
 	if !h.held {
 		return
 	}
-	if p.tr != nil && p.inflight() > holdLow {
+	if p.tr != nil && (p.inflight() > holdLow || p.backlogHigh()) {
 		p.armHoldPoll()
 		return
 	}
