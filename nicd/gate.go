@@ -20,7 +20,8 @@ import (
 // own per-priority queues fill, as behind a slower wire.
 //
 // The gate also holds the NIC while the link's backlog (the bytes the
-// switch has not read from the ring yet, rt.Backlogger) is above
+// switch has not read yet: in the port writer's queue and in the ring,
+// rt.Port.TxBacklog) is above
 // rt.MaxBacklog of the link's rate, and releases it at half that. Without
 // that bound a switch that runs late, as one does on a busy machine, finds
 // up to the ring's 4 MiB waiting when it wakes: at 2 Gb/s 17 ms of the

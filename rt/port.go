@@ -67,6 +67,9 @@ type Port struct {
 	rxFree chan *rxBatch // batches of empty frames for the reader
 	txFree chan *txBuf
 	txQ    chan *txBuf
+	// queued is the bytes in the unpaced writer's queue, handed over by
+	// Transmit and not yet written (TxBacklog).
+	queued atomic.Int64
 	quit   chan struct{}
 	wg     sync.WaitGroup
 	once   sync.Once
@@ -157,14 +160,20 @@ func (l *Loop) Attach(link Link, cfg PortConfig) (*Port, error) {
 // Link is the port's transport.
 func (p *Port) Link() Link { return p.link }
 
-// TxBacklog is the bytes written to the link that the peer has not read
-// yet (Backlogger), 0 for a link that cannot tell. Frames still waiting
-// for the port's writer are not in it. Any goroutine.
+// TxBacklog is the bytes handed to the port that the peer has not read
+// yet: those waiting for the port's writer, and those written to a link
+// that can tell what its peer has not read (Backlogger). The writer's
+// queue counts because on a busy machine the writer runs late too: the
+// loop then hands it a burst that goes into the link all at once, after
+// any check of the link alone said there was room. A paced port's delay
+// line is the emulated wire, not a backlog, and does not count. Any
+// goroutine.
 func (p *Port) TxBacklog() int {
+	n := int(p.queued.Load())
 	if b, ok := p.link.(Backlogger); ok {
-		return b.TxBacklog()
+		n += b.TxBacklog()
 	}
-	return 0
+	return n
 }
 
 // RoutineRead reads batches from the link until it is closed or fails.
@@ -282,6 +291,9 @@ func (p *Port) Transmit(f *frame.Frame) {
 	}
 	tb.n = copy(tb.b[:], f.Data)
 	f.Put()
+	if p.cfg.Pacer == nil {
+		p.queued.Add(int64(tb.n))
+	}
 	p.txQ <- tb // never blocks: txQ holds every buffer
 }
 
@@ -317,11 +329,13 @@ func (p *Port) RoutineWrite() {
 		for _, tb := range batch {
 			bufs = append(bufs, tb.b[:tb.n])
 		}
-		if !p.write(bufs) {
-			return
-		}
+		ok := p.write(bufs)
 		for _, tb := range batch {
+			p.queued.Add(-int64(tb.n))
 			p.txFree <- tb
+		}
+		if !ok {
+			return
 		}
 	}
 }

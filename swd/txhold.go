@@ -23,7 +23,8 @@ import (
 // deadlock them).
 //
 // Toward another switch the port is also held while the link's backlog
-// (the bytes of the ring the peer has not read yet, rt.Backlogger) is
+// (the bytes handed to the port that the peer has not read yet: the
+// writer's queue and the ring's unread bytes, rt.Port.TxBacklog) is
 // rt.MaxBacklog of the wire's rate (2 ms of the link), and released at
 // half, as emunic's transmit gate does (nicd/gate.go). The writer's queue
 // drains into the ring at the machine's speed, so holdHigh alone lets a

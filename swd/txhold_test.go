@@ -174,7 +174,15 @@ func TestBacklogHoldTowardSwitch(t *testing.T) {
 	const rate = 1_000_000_000
 	attached := make(chan error, 1)
 	td.d.loop.Post(func() {
-		p2.swPeer, p2.rate = true, rate // a 1 Gb/s link to a switch
+		// A 1 Gb/s link to a switch, the engine's port paced at it as
+		// in a lab: at the daemon's default speed the engine could hand
+		// the whole burst to the writer's queue before the writer put
+		// any of it into the ring, which no backlog check can see.
+		p2.swPeer, p2.rate, p2.speed = true, rate, rate
+		if err := td.d.sw.SetPortSpeed(p2.idx, rate); err != nil {
+			attached <- err
+			return
+		}
 		_, err := td.d.attachLoop(p2, bl)
 		attached <- err
 	})
