@@ -74,6 +74,16 @@ type MetricsInfo struct {
 // is not a counter, and the lag is the daemon's, not its port's.
 var loopCounters = map[string]bool{"loop_lag_max_ns": true, "loop_late": true, "loop_lag_dropped": true}
 
+// backlogCounters are the transmit hold's (gate.go), which the response
+// carries twice, among the port's ethtool counters and the transport's:
+// exported once, from the port's. link_tx_backlog_max is the most bytes
+// the switch had not read yet, a high-water mark as the switch's
+// emu_queue_watermark_bytes, so a gauge in bytes, not a counter.
+var backlogCounters = map[string]bool{"link_tx_backlog_max": true, "link_tx_backlog_holds": true}
+
+// backlogMax is link_tx_backlog_max's family.
+const backlogMax = "emu_nic_link_transmitted_backlog_max_bytes"
+
 // metricName is the family a counter goes to: its name, help, and the
 // factor that turns the counter into the family's unit.
 type metricName struct {
@@ -158,6 +168,10 @@ func WriteMetrics(w *bufio.Writer, info MetricsInfo, c *Response) {
 			if loopCounters[k] {
 				continue
 			}
+			if k == "link_tx_backlog_max" {
+				add(backlogMax, "gauge", "The most bytes the NIC had written toward its switch that the switch had not read yet (link_tx_backlog_max); the NIC holds its transmitter at 2 ms of the link.", pl, float64(v))
+				continue
+			}
 			if m, ok := portMetrics[k]; ok {
 				ctr(m, pl, v)
 				continue
@@ -188,7 +202,7 @@ func WriteMetrics(w *bufio.Writer, info MetricsInfo, c *Response) {
 		ctr(m, pl, v)
 	}
 	for k, v := range c.Transport {
-		if loopCounters[k] {
+		if loopCounters[k] || backlogCounters[k] {
 			continue
 		}
 		ctr(metricName{"emu_nic_transport_" + promWords(k) + "_total", "The emunic's transport counter " + k + " (its link's socket or rings, its TAP).", 0}, pl, v)

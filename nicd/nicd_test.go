@@ -480,9 +480,11 @@ func TestWriteMetrics(t *testing.T) {
 			"rx_prio3_pause": 4, "rx_prio3_pause_duration": 2500000, "rx_prio3_pause_transition": 7,
 			"rx_bytes_phy": 9, "rx_icrc_errors": 3, "rx_global_pause_duration": 1000,
 			"loop_lag_max_ns": 342e6, "loop_late": 37, "loop_lag_dropped": 2,
+			"link_tx_backlog_max": 500000, "link_tx_backlog_holds": 11,
 		}}},
 		HWCounters: map[string]uint64{"np_cnp_sent": 2, "rdma_rx_bytes": 8, "packet_seq_err": 1},
-		Transport:  map[string]uint64{"tap_gso_frames": 5, "link_rx_frames": 6, "loop_lag_max_ns": 342e6, "loop_late": 37, "loop_lag_dropped": 2},
+		Transport: map[string]uint64{"tap_gso_frames": 5, "link_rx_frames": 6, "loop_lag_max_ns": 342e6, "loop_late": 37, "loop_lag_dropped": 2,
+			"link_tx_backlog_max": 500000, "link_tx_backlog_holds": 11},
 	})
 	w.Flush()
 	out := b.String()
@@ -510,6 +512,10 @@ func TestWriteMetrics(t *testing.T) {
 		`emu_loop_lag_max_seconds{lab="lab1",node="h1"} 0.342` + "\n",
 		`emu_loop_late_total{lab="lab1",node="h1"} 37` + "\n",
 		`emu_loop_lag_dropped_total{lab="lab1",node="h1"} 2` + "\n",
+		// The transmit hold's: a high-water mark in bytes is a gauge.
+		"# TYPE emu_nic_link_transmitted_backlog_max_bytes gauge\n",
+		`emu_nic_link_transmitted_backlog_max_bytes{lab="lab1",node="h1",port="eth0"} 500000` + "\n",
+		`emu_nic_link_transmitted_backlog_holds_total{lab="lab1",node="h1",port="eth0"} 11` + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("metrics lack %q:\n%s", want, out)
@@ -518,6 +524,12 @@ func TestWriteMetrics(t *testing.T) {
 	// Not also as a port's counters (a maximum in ns is not a counter).
 	if strings.Contains(out, "emu_nic_loop") || strings.Contains(out, "emu_nic_transport_loop") {
 		t.Errorf("the loop's lag exported as a port counter:\n%s", out)
+	}
+	// Once, not also as the transport's, and the maximum not as a counter.
+	for _, dup := range []string{"emu_nic_transport_link_transmitted_backlog", "emu_nic_link_transmitted_backlog_max_total"} {
+		if strings.Contains(out, dup) {
+			t.Errorf("the transmit hold's counters exported as %s...:\n%s", dup, out)
+		}
 	}
 	// Every family has HELP and TYPE; every counter ends in _total.
 	for _, l := range strings.Split(out, "\n") {
