@@ -30,10 +30,11 @@ arguments are positional or key=value:
                            spine1..spineS, H hosts per leaf (default 2)
 
 Hosts are emulated RNICs (kind nic), numbered h1, h2, ... in order. A shape
-has at most 256 hosts, 256 switches and 1024 links. --traffic adds raw RDMA WRITE flows over every host, which sim runs (RoCE
-packets with real PSNs at the link's rate or --load, no NIC: nothing acknowledges them or
-reacts to ECN; for NICs with DCQCN, edit the entry into an RDMA flow with op:
-write, as docs/lab-file.md shows):
+has at most 256 hosts, 256 switches and 1024 links. --traffic adds raw RDMA
+WRITE flows over every host, which sim runs (RoCE packets with real PSNs at
+the link's rate or --load, no NIC: nothing acknowledges them or reacts to
+ECN; for NICs with DCQCN, edit the entry into an RDMA flow with op: write,
+as docs/lab-file.md shows):
 
   incast      every other host writes to h1
   pairs       the first half of the hosts to the second (h1 to the first of
