@@ -57,7 +57,9 @@ across from a switch takes down, up and rate only: set the others on the
 switch side of its link. A host without a daemon (a lab brought up with
 --hosts tap) is a TAP port of its switch: the change is made on that switch
 port. A rate takes effect at once (the frame on the wire sends the rest of its
-bits at it); a delay applies to the frames sent after it.
+bits at it, and the frames queued behind it go at it); a delay applies to the
+frames sent after it. A link never reorders: after a shorter delay the frames
+sent next arrive no earlier than the last one still in flight.
 
 NODE is LAB/NODE, or NODE when one lab is up (or with --lab); PORT may be left
 out for a node with one port.`,

@@ -40,8 +40,8 @@ It reads the state directory without locking it, so it also shows a lab whose
 up is still running or was killed; "down" removes such a lab.
 
 Exit status 3 (as systemctl status for a unit that is not running) when a lab
-shown has a dead, stopped or silent daemon or an up that did not finish, so that a script can
-check a lab's health; 0 when every lab shown is up whole.`,
+shown has a dead, stopped or silent daemon or an up that did not finish, so
+that a script can check a lab's health; 0 when every lab shown is up whole.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStatus(cmd, args, &fl)
