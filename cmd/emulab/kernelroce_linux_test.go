@@ -80,6 +80,9 @@ func TestKernelRoCEQoS(t *testing.T) {
 		unix.SetsockoptTimeval(rx.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: 30})
 		for len(pkts) < frames {
 			n, _, err := unix.Recvfrom(rx.fd, buf, 0)
+			if err == unix.EINTR {
+				continue // the runtime's preemption signal, not the timeout
+			}
 			if err != nil {
 				break
 			}
@@ -91,8 +94,16 @@ func TestKernelRoCEQoS(t *testing.T) {
 	}()
 	for i := range frames {
 		f := rxeFrame(h1.MAC, dstMAC, h1.IPv4, h2.IPv4, dscp, qpn, uint32(i), payload)
-		if err := unix.Sendto(tx.fd, f, 0, &unix.SockaddrLinklayer{Ifindex: tx.ifindex, Halen: 6, Addr: [8]byte(append(dstMAC[:], 0, 0))}); err != nil {
-			t.Fatalf("frame %d: send on h1:eth0: %v", i, err)
+		to := &unix.SockaddrLinklayer{Ifindex: tx.ifindex, Halen: 6, Addr: [8]byte(append(dstMAC[:], 0, 0))}
+		for {
+			err := unix.Sendto(tx.fd, f, 0, to)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("frame %d: send on h1:eth0: %v", i, err)
+			}
+			break
 		}
 		if i%64 == 63 {
 			// The TAP's queue towards emunic holds 500 frames; a
