@@ -549,14 +549,11 @@ func perfMeasure(out io.Writer, plan *perfPlan, conns, rconns []*perfConn, save 
 // the exit status is 130 (perftest dies of the SIGINT, which a shell
 // reports as 130). With --out_json the file is rewritten after every
 // period: results the last period's, all_results every period's.
-func perfInfinitely(out io.Writer, plan *perfPlan, conns, rconns []*perfConn, dur time.Duration, save func(perfOutcome) error) (oc perfOutcome, err error) {
+func perfInfinitely(out io.Writer, plan *perfPlan, conns, rconns []*perfConn, dur time.Duration, save func(perfOutcome) error) (perfOutcome, error) {
 	op, size := plan.test.op, plan.sizes[0]
 	all := slices.Concat(conns, rconns)
-	var reports atomic.Int64
-	hook := func() string {
-		fmt.Fprintln(out, perfLine)
-		return fmt.Sprintf("--run_infinitely ended after %d report(s), each period's destination memory checked; the period in progress is not reported", reports.Load())
-	}
+	pp := &perfPeriods{out: out, gbits: plan.gbits, save: save}
+	hook := pp.interrupt
 	perfInterruptHook.Store(&hook)
 	defer perfInterruptHook.Store(nil)
 	for period := 1; ; period++ {
@@ -565,25 +562,18 @@ func perfInfinitely(out io.Writer, plan *perfPlan, conns, rconns []*perfConn, du
 		meter.begin()
 		row, err := bwBoth(plan, conns, rconns, size, dur)
 		if err != nil {
-			return oc, fmt.Errorf("%s %d bytes, period %d: %w", plan.test.name, size, period, err)
+			return pp.outcome(), fmt.Errorf("%s %d bytes, period %d: %w", plan.test.name, size, period, err)
 		}
 		if row.CPU, err = meter.end(); err != nil {
-			return oc, err
+			return pp.outcome(), err
 		}
 		verr := verifyBoth(conns, rconns, op, size)
 		row.Verified = verr == nil
-		oc.bw = append(oc.bw, row)
-		// The file first: a row on the screen is in the file, whenever
-		// the interrupt comes.
-		if save != nil {
-			if err := save(oc); err != nil {
-				return oc, err
-			}
+		if ok, err := pp.report(row); !ok || err != nil {
+			return pp.outcome(), err
 		}
-		writeBWRow(out, row, plan.gbits)
-		reports.Add(1)
 		if verr != nil {
-			return oc, fmt.Errorf("data check after period %d of %s failed: %w", period, plan.test.name, verr)
+			return pp.outcome(), fmt.Errorf("data check after period %d of %s failed: %w", period, plan.test.name, verr)
 		}
 	}
 }
