@@ -461,7 +461,11 @@ func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {
 		os.Remove(tmp)
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // perfMeasure runs every size, prints each row as it completes and
