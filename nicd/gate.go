@@ -119,6 +119,17 @@ func (g *txGate) check() {
 	if g.dead {
 		return
 	}
+	select {
+	case <-g.port.Done():
+		// The link is gone: the frames its writer had not written stay
+		// counted in flight and in the backlog, which then never drain,
+		// and re-arming would wake the loop every poll until a peer comes
+		// back, which may be never. The NIC stays held, its link down
+		// (attachLink), until the next connection's gate replaces this one.
+		g.timer.Stop()
+		return
+	default:
+	}
 	if g.inflight() > gateLow || g.port.TxBacklog() > rt.MaxBacklog(g.nic.Rate())/2 {
 		g.timer.Reset(g.clk.Now() + g.poll)
 		return

@@ -100,3 +100,40 @@ func TestGateHoldsOnLinkBacklog(t *testing.T) {
 		t.Fatalf("backlogMax %d, want at least %d", g.backlogMax, bound)
 	}
 }
+
+// TestGateStopsPollingDeadLink: a gate held when its link goes away stops
+// polling. The frames the port's writer had not written when the link
+// closed stay in its backlog and in flight for good, so a gate that kept
+// re-checking woke the loop every 20 us for as long as the switch stayed
+// away.
+func TestGateStopsPollingDeadLink(t *testing.T) {
+	clk := rt.NewClock(1)
+	loop := rt.NewLoop(clk)
+	defer loop.Close()
+	link := &backlogLink{closed: make(chan struct{})}
+	port, err := loop.Attach(link, rt.PortConfig{Name: "h1:eth0", TxQueue: linkTxQueue, Deliver: func(fs []*frame.Frame) {
+		for _, f := range fs {
+			f.Put()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nic.New(nic.DefaultConfig("h1", wire.MAC{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("10.0.0.1"), 2e9), clk, loop.Pool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newTxGate(n, port, clk)
+	g.setUp(true)
+	link.backlog.Store(int64(rt.MaxBacklog(2e9)))
+	g.Transmit(loop.Pool().Get(4096))
+	if !g.held {
+		t.Fatal("not held at the backlog bound")
+	}
+	port.Close()
+	<-port.Done()
+	g.check()
+	if at, armed := g.timer.(*rt.Timer).When(); armed {
+		t.Fatalf("the gate of a closed link polls again at %v", at)
+	}
+}
