@@ -10,9 +10,10 @@ import (
 
 // Frame overheads used by the checks.
 const (
-	// EthernetOverhead is what an Ethernet frame adds to its IP packet on a
-	// tagged link: header 14, 802.1Q tag 4, FCS 4.
-	EthernetOverhead = 22
+	// EthernetFraming is what an Ethernet frame adds to its IP packet on a
+	// tagged link: header 14, 802.1Q tag 4, FCS 4. (The wire's own time
+	// per frame, preamble, FCS and gap, is wire.EthernetOverhead.)
+	EthernetFraming = 22
 	// RoCEOverhead is what RoCEv2 over IPv4 adds to an RDMA payload inside
 	// the IP packet: IPv4 20, UDP 8, BTH 12, RETH 16, ICRC 4.
 	RoCEOverhead = 60
@@ -28,7 +29,7 @@ func MaxFrameBytes(f Fabric, mtu int) int {
 	if f == FabricIB {
 		return mtu + IBOverhead
 	}
-	return mtu + EthernetOverhead
+	return mtu + EthernetFraming
 }
 
 // Built-in QoS entries: the tables every emulated switch starts with

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/rt"
 )
 
 // A perf run on a machine short of CPU measures the machine: the daemons'
@@ -85,9 +87,9 @@ func loopLagWarning(before, after []loopLagSample, lat bool) string {
 	}
 	who := strings.Join(nodes, ", ")
 	if dropped > 0 {
-		return fmt.Sprintf("emulab perf: the lab's daemons ran %s (%s: %s more than 5 ms behind, time the lab lost): "+
+		return fmt.Sprintf("emulab perf: the lab's daemons ran %s (%s: %s more than %s behind, time the lab lost): "+
 			"its rates read low and its ACK timers, XOFFs and CNPs ran that late; the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md",
-			how, who, times(dropped))
+			how, who, times(dropped), fmt.Sprintf("%g ms", float64(rt.DefaultMaxLag)/float64(clock.Millisecond)))
 	}
 	return fmt.Sprintf("emulab perf: the lab's daemons ran %s (%s: %s 1 ms or more): the latencies include that scheduling delay; "+
 		"the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md", how, who, times(late))
