@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -443,29 +445,49 @@ func stopOnSignal() (undo func()) {
 // interrupt ends and says what was reported (--run_infinitely).
 var perfInterruptHook atomic.Pointer[func() string]
 
-// writePerfJSONFile writes the document to a temporary file renamed over
-// path, so the file always holds a whole document: --run_infinitely
-// rewrites it after every period and may be interrupted at any time.
+// writePerfJSONFile writes the document to path. An existing regular
+// file is replaced by a temporary file written beside it and renamed over
+// it, with its permissions, so the file always holds a whole document:
+// --run_infinitely rewrites it after every period and may be interrupted
+// at any time. A new file, and anything that is not a regular file, is
+// written in place, as perftest's fopen does: a symbolic link's target, a
+// pipe, a terminal, /dev/null (which a rename, as root, would replace by a
+// regular file).
 func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
+	fi, err := os.Lstat(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err != nil || !fi.Mode().IsRegular() {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666)
+		if err != nil {
+			return err
+		}
+		if err := writePerfJSON(f, info, results); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	if err := writePerfJSON(f, info, results); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
+	tmp := f.Name()
+	err = f.Chmod(fi.Mode().Perm())
+	if err == nil {
+		err = writePerfJSON(f, info, results)
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
+	if err == nil {
+		err = os.Rename(tmp, path)
 	}
-	return nil
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
 }
 
 // perfMeasure runs every size, prints each row as it completes and
