@@ -344,34 +344,67 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	}
 	lagBefore := readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node)
 	oc, runErr := perfMeasure(out, plan, conns, rconns, save)
-	if w := loopLagWarning(lagBefore, readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node), plan.test.lat); w != "" {
-		fmt.Fprintln(os.Stderr, w)
+	// The daemons' states are read as the run fails, before anything else
+	// waits on them: reading the loop counters waits opsTimeout on each
+	// stopped daemon, by when it may have been continued and go unnamed.
+	var procs []lab.ProcStatus
+	if runErr != nil {
+		procs = labProcs(plan.stateDir, src.Lab)
+	}
+	// A stopped or dead daemon's loop "lag" is the stop or the kill, not
+	// the machine's CPU: the warning would blame the wrong thing.
+	if !anyStoppedOrDead(procs) {
+		if w := loopLagWarning(lagBefore, readLoopLag(plan.stateDir, src.Lab, src.Node, dst.Node), plan.test.lat); w != "" {
+			fmt.Fprintln(os.Stderr, w)
+		}
 	}
 	if save != nil && !plan.runInf {
 		if err := save(oc); err != nil {
 			return err
 		}
 	}
-	return stoppedHint(goneHint(retryHint(runErr, plan), plan.stateDir, src.Lab), plan.stateDir, src.Lab)
+	return daemonsHint(goneHint(retryHint(runErr, plan), plan.stateDir, src.Lab), procs, lab.DownCommand(plan.stateDir, src.Lab))
 }
 
-// stoppedHint names the lab's stopped daemons after a run that failed: a
-// stopped emunic or emuswitch carries nothing, so its peers see a paused
-// link and the run ends in a retry error or a wait that ran out, which
-// does not say why. A run that failed on the stopped daemon's own control
-// socket (ctlpeer.NoAnswerError) named it already.
-func stoppedHint(err error, root, labName string) error {
+// labProcs is the lab's daemons as they are now (nil if its state cannot
+// be read: the lab was taken down).
+func labProcs(root, labName string) []lab.ProcStatus {
+	st, err := lab.ReadStatus(root, labName)
+	if err != nil {
+		return nil
+	}
+	return st.Procs
+}
+
+func anyStoppedOrDead(procs []lab.ProcStatus) bool {
+	for _, p := range procs {
+		if !p.Alive || p.Stopped != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// daemonsHint names the lab's stopped and dead daemons (procs, read when
+// the run failed) after a run that failed: a stopped emunic or emuswitch
+// carries nothing, so its peers see a paused link, and a dead one (kill
+// -9, a crash) took its links down; either way the run ends in a retry
+// error or a wait that ran out, which does not say why, and the retry
+// error's hint points at a busy machine. A run that failed on the stopped
+// daemon's own control socket (ctlpeer.NoAnswerError) named it already.
+// down is the command that takes the lab down: a dead daemon is not
+// restarted, the lab is brought up again.
+func daemonsHint(err error, procs []lab.ProcStatus, down string) error {
 	var na *ctlpeer.NoAnswerError
 	if err == nil || errors.As(err, &na) {
 		return err
 	}
-	st, serr := lab.ReadStatus(root, labName)
-	if serr != nil {
-		return err
-	}
-	var stopped []string
-	for _, p := range st.Procs {
-		if p.Alive && p.Stopped != "" {
+	var stopped, dead []string
+	for _, p := range procs {
+		switch {
+		case !p.Alive:
+			dead = append(dead, fmt.Sprintf("%s (pid %d) is dead", p.Name, p.Pid))
+		case p.Stopped != "":
 			s := fmt.Sprintf("%s (pid %d) is %s", p.Name, p.Pid, p.Stopped)
 			if p.Resume != "" {
 				s += ": " + p.Resume
@@ -379,10 +412,13 @@ func stoppedHint(err error, root, labName string) error {
 			stopped = append(stopped, s)
 		}
 	}
-	if len(stopped) == 0 {
-		return err
+	if len(stopped) > 0 {
+		err = fmt.Errorf("%w\n(%s; a stopped daemon moves no frame, so its links look paused)", err, strings.Join(stopped, "; "))
 	}
-	return fmt.Errorf("%w\n(%s; a stopped daemon moves no frame, so its links look paused)", err, strings.Join(stopped, "; "))
+	if len(dead) > 0 {
+		err = fmt.Errorf("%w\n(%s: killed or crashed, and its links are down; `%s` and up again)", err, strings.Join(dead, "; "), down)
+	}
+	return err
 }
 
 // goneHint explains an emunic that closed its control connection in the

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/emufabric/emufabric/internal/ctlpeer"
+	"github.com/emufabric/emufabric/lab"
+)
+
+// TestDaemonsHint: a run that failed while a daemon of its lab was dead
+// (kill -9 of DST's emunic mid-run ends in IBV_WC_RETRY_EXC_ERR, whose own
+// hint blames a busy machine) names the dead daemon and what to do, as it
+// names a stopped one; a lab whose daemons all run adds nothing, and an
+// error on the stopped daemon's own control socket named it already.
+func TestDaemonsHint(t *testing.T) {
+	runErr := errors.New("write_bw 65536 bytes, period 3: QP 0: perf_bw: message 7290: IBV_WC_RETRY_EXC_ERR")
+	const down = "emulab down --state-dir S lab1"
+	running := []lab.ProcStatus{{Name: "emuswitch-sw1", Pid: 10, Alive: true}, {Name: "emunic-h1", Pid: 11, Alive: true}}
+
+	if got := daemonsHint(runErr, running, down); got != runErr {
+		t.Errorf("every daemon running: got %q, want the error as it is", got)
+	}
+	if got := daemonsHint(nil, nil, down); got != nil {
+		t.Errorf("no error: got %v", got)
+	}
+
+	dead := append(running, lab.ProcStatus{Name: "emunic-h2", Pid: 12})
+	got := daemonsHint(runErr, dead, down)
+	if !errors.Is(got, runErr) {
+		t.Errorf("the hint must wrap the run's error: %v", got)
+	}
+	for _, want := range []string{"emunic-h2 (pid 12) is dead", down} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("a dead daemon: %q does not say %q", got, want)
+		}
+	}
+	if strings.Contains(got.Error(), "emunic-h1") {
+		t.Errorf("a running daemon named: %q", got)
+	}
+	if !anyStoppedOrDead(dead) || anyStoppedOrDead(running) {
+		t.Errorf("anyStoppedOrDead: dead %v, running %v", anyStoppedOrDead(dead), anyStoppedOrDead(running))
+	}
+
+	stopped := append(running, lab.ProcStatus{Name: "emunic-h2", Pid: 12, Alive: true, Stopped: "stopped (SIGSTOP)", Resume: "`kill -CONT 12` resumes it"})
+	got = daemonsHint(runErr, stopped, down)
+	for _, want := range []string{"emunic-h2 (pid 12) is stopped (SIGSTOP): `kill -CONT 12` resumes it", "links look paused"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("a stopped daemon: %q does not say %q", got, want)
+		}
+	}
+	if !anyStoppedOrDead(stopped) {
+		t.Error("anyStoppedOrDead: a stopped daemon not seen")
+	}
+
+	na := &ctlpeer.NoAnswerError{Path: "ctl-h2.sock", Proc: ctlpeer.Proc{Pid: 12, Comm: "emunic", State: 'T'}}
+	if got := daemonsHint(na, stopped, down); got != error(na) {
+		t.Errorf("an answer the stopped daemon did not give names it already: got %q", got)
+	}
+}
