@@ -256,15 +256,17 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 		}
 	}
 	var out *os.File
+	var file *captureFile
 	if fl.write == "-" {
 		out = os.Stdout
 		if _, err := unix.IoctlGetTermios(int(out.Fd()), unix.TCGETS); err == nil {
 			return errors.New("-w -: standard output is a terminal; pipe it into wireshark -k -i - or tshark -r -, or give a file")
 		}
 	} else {
-		if out, err = os.Create(fl.write); err != nil {
+		if file, err = createCaptureFile(fl.write); err != nil {
 			return fmt.Errorf("-w: %w", err)
 		}
+		out = file.File
 		defer out.Close()
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -297,10 +299,9 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 		if missed > 0 {
 			notef("%d frame%s not captured: a daemon's queue toward this capture was full (the comment of the port's next packet says how many before it, the file's interface statistics how many in all); write to a file on a faster disk, capture fewer ports, or filter afterwards", missed, livePlural(int(missed)))
 		}
-	} else if out != os.Stdout {
+	} else if file != nil {
 		// No daemon captured: leave no empty file behind.
-		out.Close()
-		os.Remove(fl.write)
+		file.discard()
 	}
 	if err == nil && out != os.Stdout {
 		err = out.Close()

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+)
+
+// TestCaptureFileDiscard: a capture that never started removes the file
+// it made, and nothing that was there before: `emulab capture -w
+// /dev/null` against a stopped switch removed /dev/null.
+func TestCaptureFileDiscard(t *testing.T) {
+	dir := t.TempDir()
+
+	made := filepath.Join(dir, "new.pcapng")
+	f, err := createCaptureFile(made)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.discard()
+	if _, err := os.Lstat(made); !os.IsNotExist(err) {
+		t.Errorf("the file capture made is still there (%v)", err)
+	}
+
+	old := filepath.Join(dir, "old.pcapng")
+	if err := os.WriteFile(old, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = createCaptureFile(old); err != nil {
+		t.Fatal(err)
+	}
+	f.discard()
+	if _, err := os.Lstat(old); err != nil {
+		t.Errorf("a file that was there before was removed: %v", err)
+	}
+
+	if os.Geteuid() != 0 {
+		t.Skip("mknod needs root")
+	}
+	null := filepath.Join(dir, "null")
+	if err := syscall.Mknod(null, syscall.S_IFCHR|0o666, 1<<8|3); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = createCaptureFile(null); err != nil {
+		t.Fatal(err)
+	}
+	f.discard()
+	if st, err := os.Lstat(null); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("the device node was removed or replaced: %v", err)
+	}
+}
