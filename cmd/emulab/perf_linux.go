@@ -237,12 +237,14 @@ type perfOutcome struct {
 }
 
 func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
+	// A link that is down before the run is often a dead or stopped
+	// switch: the hint names it.
 	status, err := nicStatus(src, plan.stateDir)
 	if err != nil {
-		return err
+		return daemonsHint(err, labProcs(plan.stateDir, src.Lab), lab.DownCommand(plan.stateDir, src.Lab))
 	}
 	if _, err := nicStatus(dst, plan.stateDir); err != nil {
-		return err
+		return daemonsHint(err, labProcs(plan.stateDir, src.Lab), lab.DownCommand(plan.stateDir, src.Lab))
 	}
 	bufSize := 0
 	for _, s := range plan.sizes {
