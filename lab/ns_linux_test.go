@@ -336,3 +336,34 @@ func TestStopContinuesAStoppedProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestUpElsewhere: a lab up under one state directory is found from
+// another (a down without its --state-dir said "not up, nothing to
+// remove", exited 0 and left it running, and the next up said it was
+// already up), and lab pel is not lab pel-x, whose namespaces its prefix
+// also matches.
+func TestUpElsewhere(t *testing.T) {
+	SkipUnlessRoot(t)
+	live, other := t.TempDir(), t.TempDir()
+	for _, c := range []struct{ lab, ns string }{{"pelse", "sw1"}, {"pel-x", "h1"}} {
+		ns := NamespacePrefix + c.lab + "-" + c.ns
+		n, err := CreateNamespace(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { DeleteNamespace(ns) })
+		if err := n.MarkOwner(filepath.Join(absRoot(live), c.lab)); err != nil {
+			t.Fatal(err)
+		}
+		n.Close()
+	}
+	if got := UpElsewhere(other, "pelse"); got != absRoot(live) {
+		t.Errorf("UpElsewhere(other root, pelse) = %q, want %q", got, absRoot(live))
+	}
+	if got := UpElsewhere(live, "pelse"); got != "" {
+		t.Errorf("UpElsewhere(its own root) = %q, want none", got)
+	}
+	if got := UpElsewhere(other, "pel"); got != "" {
+		t.Errorf("UpElsewhere(pel) = %q: lab pel-x's namespace taken for lab pel's", got)
+	}
+}

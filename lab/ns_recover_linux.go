@@ -152,3 +152,32 @@ func absRoot(root string) string {
 	}
 	return root
 }
+
+// UpElsewhere returns the state root under which a lab of this name owns
+// namespaces named after it, when that is not root ("" otherwise).
+// Namespace names are the machine's, so only one lab of a name is up at a
+// time: a `down` given another --state-dir (or none) finds nothing under
+// its own root while the lab runs on, and must say where it is.
+func UpElsewhere(root, lab string) string {
+	if checkName(lab) != nil {
+		return ""
+	}
+	ents, err := os.ReadDir(NetnsDir)
+	if err != nil {
+		return ""
+	}
+	prefix := NamespacePrefix + lab + "-"
+	own := filepath.Join(absRoot(root), lab)
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasPrefix(n, prefix) {
+			continue
+		}
+		// Lab cx's prefix matches lab cx-2h's namespaces too: the
+		// owner's last element is the lab's name.
+		if o := namespaceOwner(n); o != "" && o != own && filepath.Base(o) == lab {
+			return filepath.Dir(o)
+		}
+	}
+	return ""
+}

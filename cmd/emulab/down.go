@@ -36,7 +36,8 @@ daemon or of emulab itself, in the middle of up or after it. A state record
 lost or damaged by hand is made up for from the rest of the state directory
 (up.json, the pidfiles) and, with no state directory at all, from the
 namespaces named after the lab that no other lab records. A lab that is not
-up is not an error.`,
+up is not an error; for one that is up under another state directory down
+says so, with the down command and its --state-dir, and leaves it.`,
 		Example: `  sudo bin/emulab down two-hosts
   sudo bin/emulab down examples/two-hosts.yaml`,
 		Args: cobra.ExactArgs(1),
@@ -59,6 +60,15 @@ func runDown(cmd *cobra.Command, arg string, fl *downFlags) error {
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		left := lab.LeftoverNamespaces(fl.stateDir, name)
 		if len(left) == 0 {
+			// Up under another state directory: a bare "not up,
+			// nothing to remove" left the user believing it gone,
+			// and the next up said it was already up. Not an error:
+			// down here is done, and must not touch that lab.
+			if other := lab.UpElsewhere(fl.stateDir, name); other != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "lab %s is not up under %s: nothing removed; it is up under state directory %s: `%s` takes it down\n",
+					name, fl.stateDir, other, lab.DownCommand(other, name))
+				return nil
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "lab %s is not up (no %s): nothing to remove\n", name, dir)
 			return nil
 		}

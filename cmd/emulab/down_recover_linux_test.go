@@ -29,6 +29,11 @@ func TestDownRecovers(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "is not up") {
 			t.Errorf("down under %s: exit %d, %s%s", other, code, out, errOut)
 		}
+		// It says where the lab is up: a bare "not up" left users
+		// believing it gone until the next up said it was already up.
+		if want := lab.DownCommand(e.state, l.name); !strings.Contains(out, want) {
+			t.Errorf("down under %s does not say where the lab is up (%s): %s", other, want, out)
+		}
 		if st := e.mustRun(t, "status", l.name); !strings.Contains(st, "up") || strings.Contains(st, "dead") {
 			t.Errorf("the lab after a down under another state directory:\n%s", st)
 		}
