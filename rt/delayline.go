@@ -192,6 +192,19 @@ func (d *DelayLine) rebook(now clock.Time, scale float64) {
 	} else {
 		d.lastRel, d.lastTail = d.sentRel, d.sentTail
 	}
+	if scale != 1 {
+		// tailIn is when the port feeding the wire has sent the
+		// frame's last bit: a switch's engine serialized it at the old
+		// rate and sends the rest at the new one too (SetPortSpeed).
+		// Kept, it held the frame, and so the wire, to its old end:
+		// after `rate 1` and back, a ping's tailIn hours away left
+		// every later frame to MaxWireQueue's drop. (A cut-through
+		// frame's tail may be the ingress port's instead: for the one
+		// frame on the wire at a change, moved as well.)
+		for k := j; k < len(d.q); k++ {
+			d.q[k].tailIn = later(d.q[k].tailIn)
+		}
+	}
 	if j < i {
 		// The frame on the wire: its tail, and its head at the
 		// receiver's cut-through point if not there yet, come the rest of

@@ -111,3 +111,40 @@ func TestDelayLineChange(t *testing.T) {
 		})
 	}
 }
+
+// TestDelayLineRateBackFromTiny: a switch port's frames come with the
+// time the engine sends their last bit (tailIn), at the port's speed,
+// which a rate change moves as it moves the wire's. `link set sw1:p2
+// rate 1` and then `rate 100G` left the ping on the wire with its tail
+// hours away: the wire stayed busy to then and dropped every later frame
+// (link_queue_drop), so the link carried nothing after the change back.
+func TestDelayLineRateBackFromTiny(t *testing.T) {
+	const us = clock.Microsecond
+	clk := NewClock(1_000_000_000)
+	clk.inCB = true
+	var got []clock.Time
+	d := NewDelayLine(clk, PacerConfig{Rate: 100e9, Delay: us, Overhead: 24}, func(f *frame.Frame, release, _ clock.Time) {
+		f.Put()
+		got = append(got, release)
+	})
+	pool := frame.NewPool()
+	push := func(at clock.Time, rate uint64) {
+		clk.cbAt = at
+		// The engine serialized it at the same rate, starting now.
+		d.Push(at, pool.Get(98), at+clock.SerializationTime(98, rate))
+	}
+	clk.cbAt = 0
+	d.SetRate(1)
+	push(us, 1) // 784 s on the wire at 1 b/s
+	clk.cbAt = clock.Second
+	d.SetRate(100e9)
+	push(clock.Second+us, 100e9)
+	if d.Drops() != 0 {
+		t.Fatalf("%d frame(s) dropped after the rate came back: the wire is still busy until %v", d.Drops(), d.busy)
+	}
+	clk.cbAt = 2 * clock.Second
+	d.fire()
+	if len(got) != 2 || got[1] > clock.Second+10*us {
+		t.Errorf("arrivals %v: want both, the second within microseconds of 1 s", got)
+	}
+}
