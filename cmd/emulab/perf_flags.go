@@ -130,8 +130,9 @@ func perfArgs(cmd *cobra.Command, args []string) error {
 	return cobra.ExactArgs(3)(cmd, args)
 }
 
-// checkJSONDir refuses an --out_json_file whose directory is not there
-// before the run, not after it: a sweep's results are minutes of work.
+// checkJSONDir refuses an --out_json_file whose directory is not there,
+// or that is a directory itself, before the run, not after it: a sweep's
+// results are minutes of work.
 func checkJSONDir(path string) error {
 	dir := filepath.Dir(path)
 	st, err := os.Stat(dir)
@@ -140,6 +141,9 @@ func checkJSONDir(path string) error {
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("--out_json_file %s: %s is not a directory", path, dir)
+	}
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		return fmt.Errorf("--out_json_file %s: is a directory: name a file in it", path)
 	}
 	return nil
 }

@@ -93,3 +93,15 @@ func TestWritePerfJSONFileKeepsWhatIsThere(t *testing.T) {
 		t.Errorf("temporary files left: %v", left)
 	}
 }
+
+// TestCheckJSONDirRefusesDirectory: --out_json_file naming a directory is
+// refused before the run, not after minutes of it.
+func TestCheckJSONDirRefusesDirectory(t *testing.T) {
+	dir := t.TempDir()
+	if err := checkJSONDir(dir); err == nil {
+		t.Errorf("--out_json_file %s (a directory): no error", dir)
+	}
+	if err := checkJSONDir(filepath.Join(dir, "r.json")); err != nil {
+		t.Errorf("a new file in a directory: %v", err)
+	}
+}
