@@ -183,7 +183,11 @@ var linkParamKeys = []string{"rate", "delay", "mtu", "loss", "corrupt"}
 func (d *decoder) linkParams(f Fabric, m *mapping, lp *LinkParams) {
 	if v, p, ok := m.get("rate"); ok {
 		if r, ok := d.rate(p, v); ok {
-			lp.Rate = r
+			if err := CheckLinkRate(r); err != nil {
+				d.errorf(p, "%v", err)
+			} else {
+				lp.Rate = r
+			}
 		}
 	}
 	if v, p, ok := m.get("delay"); ok {

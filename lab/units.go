@@ -247,3 +247,22 @@ func decimal(n, div uint64) string {
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
 }
+
+// Link rates the emulator runs: MinLinkRate to MaxLinkRate. Below a
+// megabit a frame is seconds on the wire (a 9 KB frame at 1 kb/s is 72 s;
+// at 1 b/s, `rate 1` where 1G was meant, 20 hours), and a frame already on
+// the wire when the rate goes back up keeps the link for that long.
+const (
+	MinLinkRate = 1_000_000
+	MaxLinkRate = 1_600_000_000_000 // 1.6T, the fastest Ethernet of IEEE 802.3dj
+)
+
+// CheckLinkRate says why a link cannot run at r bits per second, nil when
+// it can.
+func CheckLinkRate(r uint64) error {
+	if r < MinLinkRate || r > MaxLinkRate {
+		return fmt.Errorf("%s is out of the link rates the emulator runs, %s to %s (a bare number is bits per second)",
+			FormatRate(r), FormatRate(MinLinkRate), FormatRate(MaxLinkRate))
+	}
+	return nil
+}

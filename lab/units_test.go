@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/emufabric/emufabric/clock"
@@ -120,5 +121,31 @@ func TestFormatTime(t *testing.T) {
 		if back, err := ParseTime(got); err != nil || back != c.t {
 			t.Errorf("ParseTime(%q) = %v, %v; want %d", got, back, err, int64(c.t))
 		}
+	}
+}
+
+// TestCheckLinkRate: a link runs from 1 Mb/s to 1.6 Tb/s; `rate: 1` (1 b/s,
+// where 1G was meant) is a lab-file error naming the line and the field.
+func TestCheckLinkRate(t *testing.T) {
+	for _, c := range []struct {
+		r  uint64
+		ok bool
+	}{{0, false}, {1, false}, {999_999, false}, {MinLinkRate, true}, {400e9, true}, {MaxLinkRate, true}, {MaxLinkRate + 1, false}} {
+		if err := CheckLinkRate(c.r); (err == nil) != c.ok {
+			t.Errorf("CheckLinkRate(%d) = %v, want ok %v", c.r, err, c.ok)
+		}
+	}
+	y := `name: t
+topology:
+  nodes:
+    s: {kind: switch}
+    h: {kind: host}
+  links:
+    - endpoints: ["h:eth0", "s:p1"]
+      rate: 1
+`
+	_, err := Parse("t.yaml", []byte(y))
+	if err == nil || !strings.Contains(err.Error(), "t.yaml:8: topology.links[0].rate: 1 is out of the link rates") {
+		t.Errorf("rate: 1 in a lab file: %v", err)
 	}
 }

@@ -272,6 +272,9 @@ func (d *Daemon) opLink(req *Request) (*Response, error) {
 		if rate, err = lab.ParseRate(req.Rate); err != nil {
 			return nil, fmt.Errorf("link: %w", err) // it names the value
 		}
+		if err := lab.CheckLinkRate(rate); err != nil {
+			return nil, fmt.Errorf("link: rate %q: %w", req.Rate, err)
+		}
 	}
 	var delay clock.Time
 	if req.Delay != "" {

@@ -394,8 +394,11 @@ func (d *Daemon) link(req *Request) Response {
 		return Response{Error: fmt.Sprintf("state %q: up or down", req.State)}
 	}
 	if req.Rate != "" {
-		if rate, err = lab.ParseRate(req.Rate); err != nil || rate == 0 {
-			return Response{Error: fmt.Sprintf("rate %q: %v", req.Rate, errOr(err, "must be > 0"))}
+		if rate, err = lab.ParseRate(req.Rate); err == nil {
+			err = lab.CheckLinkRate(rate)
+		}
+		if err != nil {
+			return Response{Error: fmt.Sprintf("rate %q: %v", req.Rate, err)}
 		}
 	}
 	if req.Delay != "" {

@@ -126,8 +126,8 @@ func parseLinkChange(words []string) (lab.LinkChange, error) {
 			if err != nil {
 				return c, err // `rate "10X": ...`
 			}
-			if r == 0 {
-				return c, fmt.Errorf("rate %q: must be more than 0", v)
+			if err := lab.CheckLinkRate(r); err != nil {
+				return c, fmt.Errorf("rate %q: %w", v, err)
 			}
 			c.Rate = v
 		case "delay":
