@@ -79,3 +79,35 @@ func TestSetPortSpeedMidFrame(t *testing.T) {
 		t.Errorf("the second frame started at %v, want just after the change at 1 ms", st)
 	}
 }
+
+// TestSetPortSpeedArriving: a frame whose tail is still arriving on a port
+// (the daemon computed its TailAt at the port's speed) waits in its egress
+// queue for the tail; a speed change moves the tail, as the rest of its
+// bits come at the new speed. After `link set h1 rate 1` and back to
+// 100G, a ping that began to arrive at 1 b/s held its egress queue for
+// 784 s and h1 reached nobody.
+func TestSetPortSpeedArriving(t *testing.T) {
+	s, clk, pool := newTestSwitch(t, testConfig(2, 100e9))
+	out := &sink{clk: clk}
+	s.Attach(1, out)
+	if err := s.SetPortSpeed(0, 1); err != nil {
+		t.Fatal(err)
+	}
+	f := roce(26).build(pool)
+	f.HeadAt, f.TailAt = clk.now, clk.now+clock.SerializationTime(f.Len(), 1)
+	s.Receive(0, f)
+	clk.runUntil(clock.Millisecond)
+	if len(out.frames) != 0 {
+		t.Fatalf("a store-and-forward port sent a frame before its tail arrived")
+	}
+	if err := s.SetPortSpeed(0, 100e9); err != nil {
+		t.Fatal(err)
+	}
+	clk.runUntil(2 * clock.Millisecond)
+	if len(out.frames) != 1 {
+		t.Fatalf("%d frames sent by 2 ms, want the one whose tail came at 100 Gb/s after the change at 1 ms", len(out.frames))
+	}
+	if st := out.frames[0].start; st > clock.Millisecond+clock.Microsecond {
+		t.Errorf("it started at %v, want just after the change at 1 ms", st)
+	}
+}

@@ -218,8 +218,41 @@ func (s *Switch) SetPortSpeed(port int, bps uint64) error {
 		p.busyUntil = now + clock.Time(left)
 		p.txTimer.Reset(p.busyUntil)
 	}
+	s.rescaleArriving(port, float64(p.speed)/float64(bps))
 	p.speed = bps
 	return nil
+}
+
+// rescaleArriving moves the tails of the frames still arriving on port
+// (f.TailAt in the future: the daemon computed it at the port's old
+// speed) by scale, the old speed over the new, as the rest of their bits
+// now come at the new speed. A store-and-forward egress queue waits for
+// its head frame's tail (eligible): kept, a frame that began to arrive at
+// 1 b/s held its queue for hours after the link was set back to 100 Gb/s,
+// and nothing behind it left. Every port whose queue held such a frame is
+// tried again at once.
+func (s *Switch) rescaleArriving(port int, scale float64) {
+	if scale == 1 {
+		return
+	}
+	now := s.clk.Now()
+	for i := range s.ports {
+		e := &s.ports[i]
+		moved := false
+		for q := range e.eq {
+			fq := &e.eq[q].fifo
+			for k := range fq.size {
+				f := fq.buf[(fq.head+k)%len(fq.buf)]
+				if f.InPort == port && f.TailAt > now {
+					f.TailAt = now + clock.Time(float64(f.TailAt-now)*scale)
+					moved = true
+				}
+			}
+		}
+		if moved {
+			s.tryTx(e)
+		}
+	}
 }
 
 // SetTrace installs a hook called for every TraceEvent (nil removes it).
