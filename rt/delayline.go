@@ -251,15 +251,17 @@ func (d *DelayLine) Push(now clock.Time, f *frame.Frame, tailIn clock.Time) {
 		f.Put()
 		return
 	}
+	// A wire holding DelayLineLimit frames takes no more; the frame is
+	// dropped before it is booked, so it takes no wire time.
+	if len(d.q)-d.head >= DelayLineLimit && !d.Lossless {
+		d.drops++
+		f.Put()
+		return
+	}
 	p := pending{f: f, offered: now, tailIn: tailIn}
 	d.book(&p)
 	if d.head == len(d.q) && p.release <= now+d.slack {
 		d.send(f, p.release, p.tail)
-		return
-	}
-	if len(d.q)-d.head >= DelayLineLimit && !d.Lossless {
-		d.drops++
-		f.Put()
 		return
 	}
 	if d.head > 0 && d.head == len(d.q) {

@@ -148,3 +148,25 @@ func TestDelayLineRateBackFromTiny(t *testing.T) {
 		t.Errorf("arrivals %v: want both, the second within microseconds of 1 s", got)
 	}
 }
+
+// TestDelayLineLimitDropBooksNoWire: a frame dropped because the wire
+// already holds DelayLineLimit frames never goes on it, so it must not
+// take wire time: before, it was booked first and the frames after it
+// arrived a frame time later for each such drop.
+func TestDelayLineLimitDropBooksNoWire(t *testing.T) {
+	clk := NewClock(1)
+	clk.inCB = true
+	d := NewDelayLine(clk, PacerConfig{Rate: 100e9, Delay: 10 * clock.Millisecond, Overhead: 24}, func(f *frame.Frame, _, _ clock.Time) { f.Put() })
+	pool := frame.NewPool()
+	for range DelayLineLimit {
+		d.Push(0, pool.Get(64), 0)
+	}
+	busy := d.busy
+	d.Push(0, pool.Get(64), 0)
+	if d.Drops() != 1 {
+		t.Fatalf("%d drops with the wire holding %d frames and one more offered, want 1", d.Drops(), DelayLineLimit)
+	}
+	if d.busy != busy {
+		t.Errorf("the dropped frame took wire time: busy until %v, was %v", d.busy, busy)
+	}
+}
