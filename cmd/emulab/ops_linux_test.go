@@ -1160,7 +1160,7 @@ func TestWriteLoopLag(t *testing.T) {
 		t.Errorf("on time: %q", sb.String())
 	}
 	writeLoopLag(&sb, &lab.NodeInfo{Name: "h1", Kind: lab.KindNIC}, map[string]uint64{"loop_late": 1, "loop_lag_max_ns": 2_000_000})
-	if want := "h1: the daemon ran up to 2.0 ms late, once 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU; its frames, ACKs and CNPs went that late, and RC timeouts shorter than it fire)\n"; sb.String() != want {
+	if want := "h1: the daemon ran up to 2.0 ms late, once 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU, or the daemon was stopped; its frames, ACKs and CNPs went that late, and RC timeouts shorter than it fire)\n"; sb.String() != want {
 		t.Errorf("got %q\nwant %q", sb.String(), want)
 	}
 }

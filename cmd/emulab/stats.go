@@ -302,7 +302,7 @@ func writeLoopLag(out io.Writer, n *lab.NodeInfo, m map[string]uint64) {
 	if n.Kind != lab.KindSwitch {
 		what = "its frames, ACKs and CNPs went that late"
 	}
-	fmt.Fprintf(out, "%s: the daemon ran up to %.1f ms late, %s 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU; %s, and RC timeouts shorter than it fire)\n",
+	fmt.Fprintf(out, "%s: the daemon ran up to %.1f ms late, %s 1 ms or more (loop_lag_max_ns, loop_late: the machine is short of CPU, or the daemon was stopped; %s, and RC timeouts shorter than it fire)\n",
 		n.Name, float64(m["loop_lag_max_ns"])/1e6, times(m["loop_late"]), what)
 }
 
