@@ -42,3 +42,11 @@ func socketStatusCommand(path string) string {
 	}
 	return "emulab status"
 }
+
+// LinkSetCommand is `emulab link set [--state-dir ROOT] ENDPOINT CHANGE`,
+// for hints that send the user to the other end of a link; endpoint names
+// its lab (LAB/NODE:PORT), so with the state root the command finds the
+// lab whatever else is up.
+func LinkSetCommand(root, endpoint, change string) string {
+	return labCommand(root, "link set", endpoint+" "+change)
+}

@@ -52,3 +52,14 @@ func TestSocketStatusCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkSetCommand: a hint to set the far end of a link gives back the
+// user's --state-dir, and the endpoint with its lab.
+func TestLinkSetCommand(t *testing.T) {
+	if got, want := LinkSetCommand(DefaultStateRoot, "l1/sw1:p3", "up"), "emulab link set l1/sw1:p3 up"; got != want {
+		t.Errorf("default root: %q, want %q", got, want)
+	}
+	if got, want := LinkSetCommand("/tmp/x", "l1/sw1:p3", "delay 5ms"), "emulab link set --state-dir /tmp/x l1/sw1:p3 delay 5ms"; got != want {
+		t.Errorf("other root: %q, want %q", got, want)
+	}
+}

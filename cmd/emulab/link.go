@@ -207,7 +207,7 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 		case (change.Delay != "" || change.Loss != nil || change.Corrupt != nil) && !nicPeer(li, p.Peer):
 			hint := ""
 			if p.Peer != "" {
-				hint = fmt.Sprintf("; set it on the switch side of the link: emulab link set %s %s", p.Peer, strings.Join(withoutState(words), " "))
+				hint = "; set it on the switch side of the link: " + lab.LinkSetCommand(fl.stateDir, li.Lab+"/"+p.Peer, strings.Join(withoutState(words), " "))
 			}
 			return fmt.Errorf("link set %s: %s (emunic) changes only its link state (down, up) and rate, not %s%s",
 				endpoint, n.Name, changedWords(&change), hint)
@@ -218,7 +218,7 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if err != nil {
 		return fmt.Errorf("link set %s: %w", endpoint, err)
 	}
-	if err := writeLinkResult(out, target.Name+":"+tport, farEnd(li, target, tport), lab.StatusCommand(fl.stateDir, li.Lab), &change, raw); err != nil {
+	if err := writeLinkResult(out, fl.stateDir, target.Name+":"+tport, farEnd(li, target, tport), lab.StatusCommand(fl.stateDir, li.Lab), &change, raw); err != nil {
 		return err
 	}
 	// A rate is the link's, both ways: each end's transmitter runs at it,
@@ -242,7 +242,7 @@ func runLinkSet(out, errOut io.Writer, endpoint string, words []string, fl *link
 	if raw, err = lab.SetLink(peer.Control, pc, opsTimeout); err != nil {
 		return fmt.Errorf("link set %s: %s was set on %s:%s, but not on the link's other end %s:%s: %w", endpoint, changedWords(&pc), target.Name, tport, peer.Name, pport, err)
 	}
-	return writeLinkResult(out, peer.Name+":"+pport, farEnd(li, peer, pport), lab.StatusCommand(fl.stateDir, li.Lab), &pc, raw)
+	return writeLinkResult(out, fl.stateDir, peer.Name+":"+pport, farEnd(li, peer, pport), lab.StatusCommand(fl.stateDir, li.Lab), &pc, raw)
 }
 
 // farEnd is the endpoint at the other end of node's port as LAB/NODE:PORT,
@@ -294,7 +294,7 @@ func withoutState(words []string) []string {
 // answers with the port's status, emunic with a bare OK. The state is
 // said as status says it (lab.SwitchPortLink); a link down because of its
 // far end (peer, the endpoint there) gets a hint naming it.
-func writeLinkResult(out io.Writer, name, peer, status string, c *lab.LinkChange, raw json.RawMessage) error {
+func writeLinkResult(out io.Writer, root, name, peer, status string, c *lab.LinkChange, raw json.RawMessage) error {
 	var r struct {
 		Port *swd.PortStatus `json:"port"`
 	}
@@ -328,7 +328,7 @@ func writeLinkResult(out io.Writer, name, peer, status string, c *lab.LinkChange
 	hint := ""
 	switch state {
 	case "down (peer)":
-		hint = fmt.Sprintf("; the far end, %s, is set down: emulab link set %s up", far, far)
+		hint = fmt.Sprintf("; the far end, %s, is set down: %s", far, lab.LinkSetCommand(root, far, "up"))
 		if peer == "" {
 			hint = "; the far end is set down"
 		}

@@ -37,7 +37,7 @@ func TestWriteLinkResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		var sb strings.Builder
-		if err := writeLinkResult(&sb, "sw2:p2", "pc-link/sw1:p3", "emulab status", &lab.LinkChange{State: "up"}, raw); err != nil {
+		if err := writeLinkResult(&sb, lab.DefaultStateRoot, "sw2:p2", "pc-link/sw1:p3", "emulab status", &lab.LinkChange{State: "up"}, raw); err != nil {
 			t.Fatal(err)
 		}
 		if sb.String() != tc.want {
