@@ -906,7 +906,7 @@ func testOpsNIC(t *testing.T, e *upEnv) {
 	}
 	e.ping(t, l, "h1", "h2")
 	e.failOps(t, "changes only its link state (down, up) and rate", "link", "set", "h1:eth0", "delay", "5ms")
-	e.failOps(t, "emulab link set sw1:p1 delay 5ms", "link", "set", "h1:eth0", "delay", "5ms")
+	e.failOps(t, lab.LinkSetCommand(e.state, l.name+"/sw1:p1", "delay 5ms"), "link", "set", "h1:eth0", "delay", "5ms")
 	e.failOps(t, `rate "10X"`, "link", "set", "sw1:p1", "rate", "10X")
 	e.failOps(t, "delay: time \"5\"", "link", "set", "sw1:p1", "delay", "5")
 	e.failOps(t, "loss: \"2\"", "link", "set", "sw1:p1", "loss", "2")
