@@ -39,24 +39,7 @@ func (l *backlogLink) TxBacklog() int { return int(l.backlog.Load()) }
 // peer has read the backlog down to half of it.
 func TestGateHoldsOnLinkBacklog(t *testing.T) {
 	const rate = 2e9
-	clk := rt.NewClock(1)
-	loop := rt.NewLoop(clk)
-	defer loop.Close()
-	link := &backlogLink{closed: make(chan struct{})}
-	port, err := loop.Attach(link, rt.PortConfig{Name: "h1:eth0", TxQueue: linkTxQueue, Deliver: func(fs []*frame.Frame) {
-		for _, f := range fs {
-			f.Put()
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := nic.New(nic.DefaultConfig("h1", wire.MAC{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("10.0.0.1"), rate), clk, loop.Pool())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newTxGate(n, port, clk)
-	g.setUp(true)
+	g, link, port, loop := newBacklogGate(t, rate)
 	bound := rt.MaxBacklog(rate)
 	if bound != 500_000 {
 		t.Fatalf("MaxBacklog(2 Gb/s) = %d, want 2 ms of the link, 500000 bytes", bound)
@@ -107,24 +90,7 @@ func TestGateHoldsOnLinkBacklog(t *testing.T) {
 // re-checking woke the loop every 20 us for as long as the switch stayed
 // away.
 func TestGateStopsPollingDeadLink(t *testing.T) {
-	clk := rt.NewClock(1)
-	loop := rt.NewLoop(clk)
-	defer loop.Close()
-	link := &backlogLink{closed: make(chan struct{})}
-	port, err := loop.Attach(link, rt.PortConfig{Name: "h1:eth0", TxQueue: linkTxQueue, Deliver: func(fs []*frame.Frame) {
-		for _, f := range fs {
-			f.Put()
-		}
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := nic.New(nic.DefaultConfig("h1", wire.MAC{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("10.0.0.1"), 2e9), clk, loop.Pool())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := newTxGate(n, port, clk)
-	g.setUp(true)
+	g, link, port, loop := newBacklogGate(t, 2e9)
 	link.backlog.Store(int64(rt.MaxBacklog(2e9)))
 	g.Transmit(loop.Pool().Get(4096))
 	if !g.held {
@@ -136,4 +102,30 @@ func TestGateStopsPollingDeadLink(t *testing.T) {
 	if at, armed := g.timer.(*rt.Timer).When(); armed {
 		t.Fatalf("the gate of a closed link polls again at %v", at)
 	}
+}
+
+// newBacklogGate is a transmit gate, up, of a NIC at rate whose port's
+// link is a backlogLink, on a loop that does not run (the test's
+// goroutine is the loop's); the loop is closed at the test's end.
+func newBacklogGate(t *testing.T, rate uint64) (*txGate, *backlogLink, *rt.Port, *rt.Loop) {
+	t.Helper()
+	clk := rt.NewClock(1)
+	loop := rt.NewLoop(clk)
+	t.Cleanup(func() { loop.Close() })
+	link := &backlogLink{closed: make(chan struct{})}
+	port, err := loop.Attach(link, rt.PortConfig{Name: "h1:eth0", TxQueue: linkTxQueue, Deliver: func(fs []*frame.Frame) {
+		for _, f := range fs {
+			f.Put()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := nic.New(nic.DefaultConfig("h1", wire.MAC{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("10.0.0.1"), rate), clk, loop.Pool())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newTxGate(n, port, clk)
+	g.setUp(true)
+	return g, link, port, loop
 }

@@ -75,24 +75,8 @@ func TestBackPressureNoLoss(t *testing.T) {
 	if err := <-attached; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ports up", func() bool {
-		var st StatusResponse
-		td.call(t, Request{Op: "status"}, &st)
-		return len(st.Ports) == 2 && st.Ports[0].Up && st.Ports[1].Up
-	})
-
 	const n = 3000 // 3 MB: the writer's queue and a part of the egress buffer
-	frames := make([][]byte, 0, 64)
-	for i := range n {
-		f := udpFrame(960, 26) // DSCP 26: priority 3, lossless
-		f[len(f)-1], f[len(f)-2] = byte(i), byte(i>>8)
-		frames = append(frames, f)
-		if len(frames) == cap(frames) || i == n-1 {
-			send(t, td.link[0], frames...)
-			frames = frames[:0]
-		}
-	}
-	waitFor(t, "the p1 peer's frames in", func() bool { return td.counters(t, "p1")["rx_prio3_packets"] == n })
+	td.burstThroughP1(t, n)
 	c := td.counters(t, "p2")
 	if c["transport_tx_hold"] == 0 {
 		t.Fatalf("p2 was never held: %v", c)
@@ -189,24 +173,8 @@ func TestBacklogHoldTowardSwitch(t *testing.T) {
 	if err := <-attached; err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ports up", func() bool {
-		var st StatusResponse
-		td.call(t, Request{Op: "status"}, &st)
-		return len(st.Ports) == 2 && st.Ports[0].Up && st.Ports[1].Up
-	})
-
 	const n = 1000 // 1 MB, four times the backlog bound
-	frames := make([][]byte, 0, 64)
-	for i := range n {
-		f := udpFrame(960, 26) // DSCP 26: priority 3, lossless
-		f[len(f)-1], f[len(f)-2] = byte(i), byte(i>>8)
-		frames = append(frames, f)
-		if len(frames) == cap(frames) || i == n-1 {
-			send(t, td.link[0], frames...)
-			frames = frames[:0]
-		}
-	}
-	waitFor(t, "the p1 peer's frames in", func() bool { return td.counters(t, "p1")["rx_prio3_packets"] == n })
+	td.burstThroughP1(t, n)
 	lim := rt.MaxBacklog(rate)
 	// Held, for the backlog or first for the writer's queue (which then
 	// stays held for the backlog), until the writer has written all the
@@ -238,4 +206,27 @@ func TestBacklogHoldTowardSwitch(t *testing.T) {
 	}
 	t.Logf("p2: %d hold(s), %d for the backlog, %d B unread when held (bound %d), queue3 watermark %d B",
 		c["transport_tx_hold"], c["transport_tx_backlog_holds"], unread, lim, c["queue3_watermark"])
+}
+
+// burstThroughP1 waits for both ports, sends n numbered 960-byte frames on
+// the lossless priority (DSCP 26, priority 3) into p1 towards p2, and
+// waits until p1 has taken them all.
+func (td *testDaemon) burstThroughP1(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, "ports up", func() bool {
+		var st StatusResponse
+		td.call(t, Request{Op: "status"}, &st)
+		return len(st.Ports) == 2 && st.Ports[0].Up && st.Ports[1].Up
+	})
+	frames := make([][]byte, 0, 64)
+	for i := range n {
+		f := udpFrame(960, 26)
+		f[len(f)-1], f[len(f)-2] = byte(i), byte(i>>8)
+		frames = append(frames, f)
+		if len(frames) == cap(frames) || i == n-1 {
+			send(t, td.link[0], frames...)
+			frames = frames[:0]
+		}
+	}
+	waitFor(t, "the p1 peer's frames in", func() bool { return td.counters(t, "p1")["rx_prio3_packets"] == uint64(n) })
 }
