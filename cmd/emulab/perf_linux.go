@@ -378,6 +378,8 @@ func labProcs(root, labName string) []lab.ProcStatus {
 	return st.Procs
 }
 
+// anyStoppedOrDead reports whether a daemon of the lab is stopped or dead:
+// its lag counters then say nothing about the machine.
 func anyStoppedOrDead(procs []lab.ProcStatus) bool {
 	for _, p := range procs {
 		if !p.Alive || p.Stopped != "" {

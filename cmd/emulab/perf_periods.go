@@ -11,7 +11,7 @@ import (
 // on the signal goroutine (stopOnSignal), which exits the process right
 // after; without the lock its closing line could land inside a row being
 // written, and the exit could cut a period's JSON file short before the
-// rename that makes it whole, leaving FILE.tmp in the user's directory.
+// rename that makes it whole, leaving a temporary file beside it.
 type perfPeriods struct {
 	out   io.Writer
 	gbits bool
