@@ -318,7 +318,7 @@ rtt_stat() {
 echo "| switch | iperf3 TCP (Gb/s) | UDP 64 B to host B, trafgen (pps) | UDP 64 B to host B, iperf3 (pps) | UDP 64 B read by iperf3 (pps) | ping RTT avg (ms) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: |"
 if [[ -n "${EMUSWITCH_BASELINE:-}" ]]; then
-	echo "| emuswitch baseline ($(basename "$EMUSWITCH_BASELINE")) | $R_baseline_tcp | $R_baseline_fwd | $R_baseline_pps | $R_baseline_rd | $R_baseline_rtt |"
+	echo "| emuswitch baseline ($(basename "$EMUSWITCH_BASELINE")${TAPFWD_MODE:+, TAPFWD_MODE=$TAPFWD_MODE}) | $R_baseline_tcp | $R_baseline_fwd | $R_baseline_pps | $R_baseline_rd | $R_baseline_rtt |"
 fi
 echo "| emuswitch (2 TAP ports) | $R_emuswitch_tcp | $R_emuswitch_fwd | $R_emuswitch_pps | $R_emuswitch_rd | $R_emuswitch_rtt |"
 echo "| vde_switch (2 TAPs) | $R_vde_tcp | $R_vde_fwd | $R_vde_pps | $R_vde_rd | $R_vde_rtt |"

@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -466,6 +465,7 @@ func stopOnSignal() (undo func()) {
 			if h := perfInterruptHook.Load(); h != nil {
 				what = (*h)()
 			}
+			removePerfTempOnInterrupt()
 			fmt.Fprintf(os.Stderr, "\nemulab perf: interrupted (%v): %s\n", s, what)
 			code := 130 // 128 + SIGINT, as a shell reports it
 			if s == syscall.SIGTERM {
@@ -509,7 +509,7 @@ func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {
 		}
 		return f.Close()
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	f, err := createPerfTemp(path)
 	if err != nil {
 		return err
 	}
@@ -522,11 +522,12 @@ func writePerfJSONFile(path string, info perfJSONInfo, results []any) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = renamePerfTemp(tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)
 	}
+	donePerfTemp()
 	return err
 }
 
