@@ -11,10 +11,11 @@
 // TAPFWD_MODE (the script starts the baseline binary with emuswitch's
 // arguments only):
 //
-//   - poller (the default): one goroutine per direction, reading through
-//     the runtime's poller and writing to the other TAP at once; the shape
-//     emuswitch's ports have (one goroutine per port direction), without
-//     the engine and the hand-off to its loop.
+//   - poller (the default): one goroutine per direction, parked in the
+//     runtime's poller between frames, reading with raw system calls and
+//     writing to the other TAP at once; the shape emuswitch's ports have
+//     (one goroutine per port direction), without the engine and the
+//     hand-off to its loop.
 //   - epoll: one goroutine locked to its thread blocks in epoll_wait(2)
 //     over both TAPs as a raw system call, holding its P, and reads and
 //     writes them itself; vde_switch's shape (poll, read, write in one
@@ -37,6 +38,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 	"unsafe"
 
 	"github.com/vishvananda/netns"
@@ -151,23 +153,45 @@ func createTAP(ifname, nsName string) (int, error) {
 	return fd, nil
 }
 
-// startPoller starts one goroutine per direction, each blocking in the
-// runtime's poller (os.File on a non-blocking descriptor).
+// startPoller starts one goroutine per direction, each parking in the
+// runtime's poller between frames (syscall.RawConn). The reads and writes
+// themselves are raw system calls, as emuswitch's TAP makes them: the
+// runtime's entersyscall would wake its sysmon thread on every frame
+// while the process idles between pings.
 func startPoller(fds [2]int) {
-	files := [2]*os.File{os.NewFile(uintptr(fds[0]), "tap0"), os.NewFile(uintptr(fds[1]), "tap1")}
-	for i := range files {
-		src, dst := files[i], files[1-i]
+	var rcs [2]syscall.RawConn
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), fmt.Sprintf("tap%d", i))
+		rc, err := f.SyscallConn()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "tapfwd:", err)
+			os.Exit(1)
+		}
+		rcs[i] = rc
+	}
+	for i := range rcs {
+		src, dst := rcs[i], fds[1-i]
 		go func() {
 			buf := make([]byte, 65536)
-			for {
-				n, err := src.Read(buf)
-				if err != nil {
-					fmt.Fprintln(os.Stderr, "tapfwd: read:", err)
-					os.Exit(1)
+			var rerr unix.Errno
+			err := src.Read(func(fd uintptr) bool {
+				for {
+					n, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+					switch e {
+					case 0:
+						// A full TAP queue drops, as a switch port would.
+						unix.RawSyscall(unix.SYS_WRITE, uintptr(dst), uintptr(unsafe.Pointer(&buf[0])), n)
+					case unix.EINTR:
+					case unix.EAGAIN:
+						return false // park until the next frame
+					default:
+						rerr = e
+						return true
+					}
 				}
-				// A full TAP queue drops, as a switch port would.
-				_, _ = dst.Write(buf[:n])
-			}
+			})
+			fmt.Fprintln(os.Stderr, "tapfwd: read:", err, rerr)
+			os.Exit(1)
 		}()
 	}
 }
