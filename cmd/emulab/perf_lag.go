@@ -88,12 +88,20 @@ func loopLagWarning(before, after []loopLagSample, lat bool) string {
 	who := strings.Join(nodes, ", ")
 	if dropped > 0 {
 		return fmt.Sprintf("emulab perf: the lab's daemons ran %s (%s: %s more than %s behind, time the lab lost): "+
-			"its rates read low and its ACK timers, XOFFs and CNPs ran that late; the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md",
+			"its rates read low and its ACK timers, XOFFs and CNPs ran that late; "+lagCause,
 			how, who, times(dropped), fmt.Sprintf("%g ms", float64(rt.DefaultMaxLag)/float64(clock.Millisecond)))
 	}
 	return fmt.Sprintf("emulab perf: the lab's daemons ran %s (%s: %s 1 ms or more): the latencies include that scheduling delay; "+
-		"the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md", how, who, times(late))
+		lagCause, how, who, times(late))
 }
+
+// lagCause ends the warning with the two causes a loop's lag has: a
+// machine short of CPU, which time_dilation answers, and a daemon that
+// was stopped during the run (kill -STOP, Ctrl-Z, a debugger) and
+// continued before perf read its state, which no dilation answers: its
+// loop counts the stop as lag too (emulab stats names both alike).
+const lagCause = "the machine is short of CPU for this lab (see time_dilation in docs/lab-file.md), " +
+	"or a daemon was stopped (kill -STOP, a debugger) for that long"
 
 // nicLoopCounters is where an emunic's answer has its loop's lag: the
 // transport's counters (ethtool's port counters too).

@@ -11,8 +11,8 @@ import (
 // latency test, a pass 1 ms late (loop_late rose); and how late.
 func TestLoopLagWarning(t *testing.T) {
 	const (
-		lost = " more than 5 ms behind, time the lab lost): its rates read low and its ACK timers, XOFFs and CNPs ran that late; the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md"
-		lat  = " 1 ms or more): the latencies include that scheduling delay; the machine is short of CPU for this lab: see time_dilation in docs/lab-file.md"
+		lost = " more than 5 ms behind, time the lab lost): its rates read low and its ACK timers, XOFFs and CNPs ran that late; the machine is short of CPU for this lab (see time_dilation in docs/lab-file.md), or a daemon was stopped (kill -STOP, a debugger) for that long"
+		lat  = " 1 ms or more): the latencies include that scheduling delay; the machine is short of CPU for this lab (see time_dilation in docs/lab-file.md), or a daemon was stopped (kill -STOP, a debugger) for that long"
 	)
 	s := func(node string, late, dropped, maxNs uint64) loopLagSample {
 		return loopLagSample{node, late, dropped, maxNs}
