@@ -64,6 +64,6 @@ func (c *Clock) Lag() Lag {
 // _total).
 func (l Lag) Metrics(fn func(name, typ, help string, v float64)) {
 	fn("emu_loop_lag_max_seconds", "gauge", "The latest the daemon's loop ran a timer behind its due time, in the lab's clock (loop_lag_max_ns): what it sent and reacted to was that late.", l.Max.Seconds())
-	fn("emu_loop_late_total", "counter", "Times the daemon's loop ran its timers 1 ms or more late (loop_late): the machine was short of CPU for the lab.", float64(l.Late))
+	fn("emu_loop_late_total", "counter", "Times the daemon's loop ran its timers 1 ms or more late (loop_late): the machine was short of CPU for the lab, or the daemon was stopped.", float64(l.Late))
 	fn("emu_loop_lag_dropped_total", "counter", "Times the daemon's loop ran later than its replay bound and lost the time beyond it (loop_lag_dropped).", float64(l.Dropped))
 }

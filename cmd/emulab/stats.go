@@ -59,8 +59,8 @@ its data VLs' counters, vlN_..., with no PFC or ECN one), and the emulated
 wire's and transport's counters.
 
 A daemon whose loop ran its timers 1 ms or more late (loop_late: the machine
-is short of CPU) says so under a switch's table, and on stderr after an
-emunic's counters.
+is short of CPU, or the daemon was stopped) says so under a switch's port
+table, and on stderr after an emunic's counters.
 
 NODE is LAB/NODE, or NODE when one lab is up (or with --lab). --json prints
 the daemon's counters as one JSON object for scripts.`,
@@ -293,7 +293,8 @@ func writeSwitchTable(out io.Writer, n *lab.NodeInfo, ports []lab.PortCounterSet
 // a switch saw frames and sent XOFF, ECN marks (FECN on IB) and forwarded
 // frames that much late, a NIC sent, acknowledged and paced that late,
 // which no buffer profile or timeout allows for. The machine is short of
-// CPU for the lab.
+// CPU for the lab, or the daemon was stopped (kill -STOP, a debugger): its
+// loop counts the stop as lag.
 func writeLoopLag(out io.Writer, n *lab.NodeInfo, m map[string]uint64) {
 	if m["loop_late"] == 0 {
 		return
