@@ -587,6 +587,11 @@ type SimParams struct {
 	sampleSet bool
 }
 
+// SampleIntervalGiven says whether the file gives sample_interval; when
+// it does not, SampleInterval is the default for Duration, to be made
+// again for another duration (emulab sim --duration).
+func (p SimParams) SampleIntervalGiven() bool { return p.sampleSet }
+
 // Node returns the node with the given name, or nil.
 func (s *Spec) Node(name string) *Node {
 	for _, n := range s.Nodes {

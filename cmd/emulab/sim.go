@@ -90,7 +90,9 @@ func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 			return &exitError{code: exitBadLabFile, err: fmt.Errorf("--duration %q: a time greater than zero such as 2ms", fl.duration)}
 		}
 		spec.Sim.Duration = d
-		if spec.Sim.SampleInterval > d || d/spec.Sim.SampleInterval > 1_000_000 {
+		// sample_interval's default is the run's duration's (docs/lab-file.md):
+		// the file's interval stays as long as it fits the new duration.
+		if !spec.Sim.SampleIntervalGiven() || spec.Sim.SampleInterval > d || d/spec.Sim.SampleInterval > 1_000_000 {
 			spec.Sim.SampleInterval = spec.DefaultSampleInterval(d)
 		}
 	}

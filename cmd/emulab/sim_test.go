@@ -460,3 +460,33 @@ func TestExampleDCQCNIncast(t *testing.T) {
 		t.Errorf("in band %.3f, XOFF %d vs %d", in, xoff, xoff0)
 	}
 }
+
+// TestSimDurationSampleDefault: --duration makes sample_interval's default
+// again for the new duration when the file leaves it out (two-hosts: 200us
+// samples every 5us, 10 frames; run for 10ms, d/1000 = 10us), and keeps
+// an interval the file gives (incast: 5us).
+func TestSimDurationSampleDefault(t *testing.T) {
+	for _, c := range []struct {
+		file, duration, first string
+	}{
+		{"../../examples/two-hosts.yaml", "10ms", "10"},
+		{"../../examples/incast.yaml", "3ms", "5"},
+	} {
+		dir := t.TempDir()
+		if out, err := runSimCmd(t, c.file, "--duration", c.duration, "-o", dir, "-q"); err != nil {
+			t.Fatalf("%s: %v\n%s", c.file, err, out)
+		}
+		f, err := os.Open(filepath.Join(dir, "flow_rates.csv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := csv.NewReader(f).ReadAll()
+		f.Close()
+		if err != nil || len(rows) < 2 {
+			t.Fatalf("%s: flow_rates.csv: %v, %d rows", c.file, err, len(rows))
+		}
+		if rows[1][0] != c.first {
+			t.Errorf("%s --duration %s: first sample at %s us, want %s", c.file, c.duration, rows[1][0], c.first)
+		}
+	}
+}
