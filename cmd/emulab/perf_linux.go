@@ -125,7 +125,8 @@ perftest_out.json in the working directory (a file name given alone implies
 
   "test_info"    the banner's keys (test, Device, Number_of_qps, TX_depth,
                  CQ_Moderation, Mtu, Link_type, ...), BW_unit (MiB/sec or
-                 Gb/sec) for the bandwidth tests, src, dst, time_dilation
+                 Gb/sec) for the bandwidth tests, src, dst, and
+                 time_dilation in a dilated lab
   "results"      one object, perftest's: the size run, or with -a the last
                  (perftest's file holds the last size too)
   "all_results"  a list of one such object per size, in the order run (one
