@@ -37,7 +37,8 @@ func init() {
 (the switch's link op, or the NIC's). A change is one of
 
   down | up        take the link down (no frame passes either way) or back up
-  rate R           the link's rate: 100G, 25Gbps, 800Mbit/s, ...
+  rate R           the link's rate: 100G, 25Gbps, 800Mbit/s, ..., from 1M
+                   to 1.6T (a bare number is bits per second)
   delay D          one-way propagation delay: 5ms, 1us, 250ns, 0
   loss L           drop probability per frame: 0.01 or 1%
   corrupt C        corruption probability per frame: 0.001 or 0.1%
