@@ -37,7 +37,9 @@ lost or damaged by hand is made up for from the rest of the state directory
 (up.json, the pidfiles) and, with no state directory at all, from the
 namespaces named after the lab that no other lab records. A lab that is not
 up is not an error; for one that is up under another state directory down
-says so, with the down command and its --state-dir, and leaves it.`,
+says so, with the down command and its --state-dir, and leaves it running:
+the exit status is 0 in both cases, so a script that must know the lab is
+gone checks the message or ip netns list.`,
 		Example: `  sudo bin/emulab down two-hosts
   sudo bin/emulab down examples/two-hosts.yaml`,
 		Args: cobra.ExactArgs(1),
