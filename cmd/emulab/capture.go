@@ -256,6 +256,7 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 		}
 	}
 	var out *os.File
+	var w io.Writer // out, or the -w file that is truncated at its first write
 	var file *captureFile
 	if fl.write == "-" {
 		out = os.Stdout
@@ -268,6 +269,10 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 		}
 		out = file.File
 		defer out.Close()
+	}
+	w = out
+	if file != nil {
+		w = file
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -290,7 +295,7 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 	}
 	started := false
 	var missed uint64
-	n, err := streamLive(ctx, out, !isRegularFile(out), srcs, stop.packets, func() {
+	n, err := streamLive(ctx, w, !isRegularFile(out), srcs, stop.packets, func() {
 		started = true
 		notef("Capturing on %s", strings.Join(names, ", "))
 	}, &missed)

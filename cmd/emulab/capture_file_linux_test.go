@@ -31,8 +31,24 @@ func TestCaptureFileDiscard(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.discard()
-	if _, err := os.Lstat(old); err != nil {
-		t.Errorf("a file that was there before was removed: %v", err)
+	if b, err := os.ReadFile(old); err != nil || string(b) != "x" {
+		t.Errorf("a file that was there before was removed or emptied: %q, %v", b, err)
+	}
+
+	// A capture that begins writing replaces what the file held, a longer
+	// capture's bytes too, as tcpdump -w does.
+	if err := os.WriteFile(old, []byte("an earlier, longer capture"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = createCaptureFile(old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if b, err := os.ReadFile(old); err != nil || string(b) != "new" {
+		t.Errorf("after a capture wrote %q the file holds %q (%v)", "new", b, err)
 	}
 
 	// A node that is not a regular file (here a FIFO, which needs no
