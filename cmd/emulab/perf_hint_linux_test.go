@@ -7,6 +7,7 @@ import (
 
 	"github.com/emufabric/emufabric/internal/ctlpeer"
 	"github.com/emufabric/emufabric/lab"
+	"github.com/emufabric/emufabric/nicd"
 )
 
 // TestDaemonsHint: a run that failed while a daemon of its lab was dead
@@ -57,5 +58,23 @@ func TestDaemonsHint(t *testing.T) {
 	na := &ctlpeer.NoAnswerError{Path: "ctl-h2.sock", Proc: ctlpeer.Proc{Pid: 12, Comm: "emunic", State: 'T'}}
 	if got := daemonsHint(na, stopped, down); got != error(na) {
 		t.Errorf("an answer the stopped daemon did not give names it already: got %q", got)
+	}
+}
+
+// TestNICLinkDown: a NIC set down by `link set` reports "link":"up" with
+// admin_down (the wire is there); perf must refuse it before the run, with
+// the command that brings it up, as it refuses a link down at the switch.
+func TestNICLinkDown(t *testing.T) {
+	h := lab.NICHost{Lab: "lab1", Node: "h1"}
+	if err := nicLinkDown(h, &nicd.Status{Link: "up"}, "/s"); err != nil {
+		t.Errorf("link up: %v", err)
+	}
+	err := nicLinkDown(h, &nicd.Status{Link: "up", AdminDown: true}, "/s")
+	if want := "host h1: the NIC's link is down (admin): `emulab link set --state-dir /s lab1/h1 up` brings it up"; err == nil || err.Error() != want {
+		t.Errorf("set down:\n got %v\nwant %s", err, want)
+	}
+	err = nicLinkDown(h, &nicd.Status{Link: "down (peer)"}, "/s")
+	if want := "host h1: the NIC's link is down (peer)"; err == nil || err.Error() != want {
+		t.Errorf("down at the switch: got %v, want %s", err, want)
 	}
 }

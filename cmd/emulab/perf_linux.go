@@ -743,8 +743,24 @@ func nicStatus(h lab.NICHost, root string) (*nicd.Status, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host %s: emunic status: %w", h.Node, err)
 	}
-	if st.Link != "up" {
-		return nil, fmt.Errorf("host %s: the NIC's link is %s", h.Node, st.Link)
+	if err := nicLinkDown(h, st, root); err != nil {
+		return nil, err
 	}
 	return st, nil
+}
+
+// nicLinkDown says why a NIC's link cannot carry a test, nil when it is
+// up. emunic's status keeps "link" for the wire and reports a link op's
+// down apart (admin_down), as status and link set read it
+// (lab.DaemonPort): a NIC set down by `link set` says "link":"up", and
+// perf then posted into it and waited 10 s for "no completion".
+func nicLinkDown(h lab.NICHost, st *nicd.Status, root string) error {
+	switch {
+	case st.AdminDown:
+		return fmt.Errorf("host %s: the NIC's link is down (admin): `%s` brings it up", h.Node,
+			lab.LinkSetCommand(root, h.Lab+"/"+h.Node, "up"))
+	case st.Link != "up":
+		return fmt.Errorf("host %s: the NIC's link is %s", h.Node, st.Link)
+	}
+	return nil
 }
