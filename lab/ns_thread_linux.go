@@ -38,6 +38,14 @@ func nsOnThread(ns netns.NsHandle, fn func() error) error {
 			}
 		}
 		ferr := fn()
+		if !ns.IsOpen() && sameNetns(orig) {
+			// Nothing switched the thread: there is nothing to restore,
+			// and setns(2) would need CAP_SYS_ADMIN even to stay put (a
+			// process started in the caller's own namespace, as a user).
+			runtime.UnlockOSThread()
+			errc <- ferr
+			return
+		}
 		if err := netns.Set(orig); err != nil {
 			errc <- fmt.Errorf("restore netns: %w (after %v)", err, ferr)
 			return // thread stays locked and dies with the goroutine
@@ -46,4 +54,15 @@ func nsOnThread(ns netns.NsHandle, fn func() error) error {
 		errc <- ferr
 	}()
 	return <-errc
+}
+
+// sameNetns reports whether the calling thread is still in orig's
+// namespace.
+func sameNetns(orig netns.NsHandle) bool {
+	cur, err := netns.Get()
+	if err != nil {
+		return false
+	}
+	defer cur.Close()
+	return cur.Equal(orig)
 }
