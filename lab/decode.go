@@ -66,6 +66,7 @@ func (d *decoder) decode(settings map[string]any) *Spec {
 		d.errorf("", "missing key \"topology\" (nodes and links)")
 	}
 
+	d.refuseEthernetOnly(s, top, ethernetOnlyTopKeys)
 	if v, p, ok := top.get("qos"); ok {
 		s.QoS = d.qos(p, v)
 	}
@@ -314,6 +315,7 @@ func (d *decoder) node(s *Spec, e entry) (*Node, []string, nodeQoSSrc) {
 		n.ECNMarkAt = MarkDequeue
 		n.MACLearning = true
 		d.switchSettings(n, m, &src)
+		d.refuseEthernetOnly(s, m, ethernetOnlySwitchKeys)
 		for _, k := range nicNodeKeys {
 			if _, p, ok := m.get(k); ok && !contains(switchNodeKeys, k) {
 				d.errorf(p, "%q is a nic setting; %s is a switch", k, n.Name)
@@ -322,6 +324,7 @@ func (d *decoder) node(s *Spec, e entry) (*Node, []string, nodeQoSSrc) {
 		m.done(append(append([]string{}, commonNodeKeys...), switchNodeKeys...)...)
 	case KindNIC:
 		d.nicSettings(n, m)
+		d.refuseEthernetOnly(s, m, ethernetOnlyNICKeys)
 		for _, k := range switchNodeKeys {
 			if _, p, ok := m.get(k); ok && !contains(nicNodeKeys, k) {
 				d.errorf(p, "%q is a switch setting; %s is a nic", k, n.Name)

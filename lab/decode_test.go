@@ -190,6 +190,46 @@ traffic:
 	}
 }
 
+// TestIBRefusesEthernetSettings: an IB lab has no PFC, ECN, DSCP, 802.1Q
+// or DCQCN, so a key of those is an error at its line, not a setting
+// silently ignored.
+func TestIBRefusesEthernetSettings(t *testing.T) {
+	const y = `name: ib
+fabric: ib
+topology:
+  nodes:
+    sw: {kind: switch}
+    a: {kind: nic}
+    b: {kind: nic}
+  links:
+    - endpoints: [a:ib0, sw:p1]
+    - endpoints: [b:ib0, sw:p2]
+traffic:
+  - {src: a, dst: b, sl: 1}
+`
+	for _, c := range []struct{ old, new, want string }{
+		{"sw: {kind: switch}", "sw: {kind: switch, pfc_quanta: 100}", "ib.yaml:5: topology.nodes.sw.pfc_quanta: not for fabric: ib: PFC is Ethernet"},
+		{"sw: {kind: switch}", "sw: {kind: switch, ecn_mark: enqueue}", "ib.yaml:5: topology.nodes.sw.ecn_mark: not for fabric: ib: ECN is an IP field"},
+		{"sw: {kind: switch}", "sw: {kind: switch, trust: pcp}", "ib.yaml:5: topology.nodes.sw.trust: not for fabric: ib:"},
+		{"sw: {kind: switch}", "sw: {kind: switch, mac_learning: false}", "ib.yaml:5: topology.nodes.sw.mac_learning: not for fabric: ib:"},
+		{"a: {kind: nic}", "a: {kind: nic, vid: 10}", "ib.yaml:6: topology.nodes.a.vid: not for fabric: ib:"},
+		{"a: {kind: nic}", "a: {kind: nic, ignore_pfc: true}", "ib.yaml:6: topology.nodes.a.ignore_pfc: not for fabric: ib: PFC is Ethernet"},
+		{"a: {kind: nic}", "a: {kind: nic, dcqcn: {rp_time_reset: 300}}", "ib.yaml:6: topology.nodes.a.dcqcn: not for fabric: ib: DCQCN is RoCE's"},
+		{"traffic:", "qos:\n  PORT_QOS_MAP: {pfc_enable: \"3\"}\ntraffic:", "ib.yaml:11: qos: not for fabric: ib: the SONiC tables"},
+		{"traffic:", "dcqcn: {rp_time_reset: 300}\ntraffic:", "ib.yaml:11: dcqcn: not for fabric: ib:"},
+		{"sl: 1}", "sl: 1, priority: 3}", "ib.yaml:12: traffic[0].priority: not for fabric: ib:"},
+		{"sl: 1}", "sl: 1, dscp: 26}", "ib.yaml:12: traffic[0].dscp: not for fabric: ib: DSCP is an IP field"},
+	} {
+		bad := strings.Replace(y, c.old, c.new, 1)
+		if _, err := Parse("ib.yaml", []byte(bad)); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s:\ngot  %v\nwant %s...", c.new, err, c.want)
+		}
+	}
+	if _, err := Parse("ib.yaml", []byte(y)); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDottedKeys: SONiC names such as scheduler.0 stay one key (viper would
 // split them at the dot with its default key delimiter).
 func TestDottedKeys(t *testing.T) {

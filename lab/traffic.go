@@ -237,6 +237,7 @@ func (d *decoder) expand(path string, base *Flow, pattern Pattern, srcs, dsts []
 
 // flowSettings reads everything of a traffic entry except src, dst, pattern.
 func (d *decoder) flowSettings(s *Spec, m *mapping, f *Flow) {
+	d.refuseEthernetOnly(s, m, ethernetOnlyFlowKeys)
 	if v, p, ok := m.get("name"); ok {
 		if name, ok := d.str(p, v); ok {
 			if err := checkEntryName(name); err != nil {
