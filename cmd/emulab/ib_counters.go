@@ -29,6 +29,7 @@ func ibCountersCmd(fl *ibFlags) *cobra.Command {
 HOST for its PortCounters with a performance management GMP (class 0x04, QP1,
 LID-routed through the switches), and prints the answer as perfquery does.
 PortXmitData and PortRcvData count 4-byte words; link packets are not counted.
+The lab's file names the lab too, as for emulab down and status.
 
 For a switch, --port names the port (p2, or its number). emuswitch has no
 performance management agent: its counters are read from its control socket,
@@ -45,12 +46,21 @@ standard error says so).`,
 	return cmd
 }
 
-func runIBCounters(out, errOut io.Writer, name string, fl *ibFlags) error {
+func runIBCounters(out, errOut io.Writer, arg string, fl *ibFlags) error {
+	// A lab file names the lab it brings up, as for down and status: the
+	// counters are the running lab's, read over its fabric.
+	name, err := labNameArg(arg)
+	if err != nil {
+		return err
+	}
 	if fl.node == "" {
 		return fmt.Errorf("give --node HOST: whose port counters")
 	}
 	st, err := lab.ReadStatus(fl.stateDir, name)
 	if err != nil || st.Info == nil {
+		if name != arg {
+			return fmt.Errorf("lab %s (%s): not up (%v); counters reads a running lab's ports: bring it up first (emulab up FILE)", name, arg, err)
+		}
 		return fmt.Errorf("lab %s: not up (%v)", name, err)
 	}
 	if st.Info.Fabric != lab.FabricIB {

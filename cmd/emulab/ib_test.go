@@ -250,3 +250,14 @@ func TestWritePerfQuery(t *testing.T) {
 		t.Errorf("layout:\n%s", b.String())
 	}
 }
+
+// TestIBCountersLabFile: given the lab file, counters reads the lab it
+// brings up, as down and status do, and when that lab is not up it says
+// so by its name, not by the file's path taken for a 15-byte lab name.
+func TestIBCountersLabFile(t *testing.T) {
+	_, _, err := runIBCmd(t, "counters", "--state-dir", t.TempDir(), "--node", "h2", filepath.Join("..", "..", "examples", "ib-two-hosts.yaml"))
+	if err == nil || !strings.HasPrefix(err.Error(), "lab ib-two-hosts (") || !strings.Contains(err.Error(), "not up") ||
+		strings.Contains(err.Error(), "bytes long") {
+		t.Errorf("counters FILE of a lab that is down: %v", err)
+	}
+}
