@@ -368,6 +368,17 @@ func (f *perfFlags) plan(t perfTest) (*perfPlan, error) {
 	return p, nil
 }
 
+// checkFabric refuses what the plan asks of a fabric that has none of it.
+// -T is the traffic class of RoCEv2's IP header; an InfiniBand lab's
+// packets have an LRH and no IP header or GRH to carry one (its service
+// level is -S), so the flag would be dropped without a word.
+func (p *perfPlan) checkFabric(ib bool) error {
+	if ib && p.tc != 0 {
+		return fmt.Errorf("-T/--tos %d: an InfiniBand lab's packets have no IP header or GRH to carry a traffic class; -S/--sl sets the service level (the VL)", p.tc)
+	}
+	return nil
+}
+
 // checkReportFlags refuses the report flags a test has no use for, as
 // perftest's parser does, and -C, which needs a clock the emulation has
 // not got.

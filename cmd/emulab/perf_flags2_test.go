@@ -274,3 +274,24 @@ func TestPerfNewFlagsParse(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfTOSOnIB: -T is refused on an InfiniBand lab, whose packets have
+// no IP header to carry it, and accepted on RoCE; -S on both.
+func TestPerfTOSOnIB(t *testing.T) {
+	f := defaultFlags()
+	f.tos, f.sl = 106, 2
+	p, err := f.plan(mustTest(t, "write_bw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.checkFabric(false); err != nil {
+		t.Errorf("-T 106 on RoCE: %v", err)
+	}
+	if err := p.checkFabric(true); err == nil || !strings.HasPrefix(err.Error(), "-T/--tos 106: an InfiniBand lab") {
+		t.Errorf("-T 106 on IB: %v", err)
+	}
+	f.tos = -1
+	if p, err = f.plan(mustTest(t, "write_bw")); err != nil || p.checkFabric(true) != nil {
+		t.Errorf("-S 2 on IB: %v %v", err, p.checkFabric(true))
+	}
+}

@@ -173,7 +173,7 @@ clock saw, and -D counts seconds of the lab's time.`,
 	f.IntVarP(&fl.mtu, "mtu", "m", 0, "path MTU: 256, 512, 1024, 2048 or 4096 (default the ports' active MTU)")
 	f.BoolVarP(&fl.noPeak, "noPeak", "N", false, "do not measure the peak bandwidth")
 	f.IntVarP(&fl.sl, "sl", "S", 0, "service level")
-	f.IntVarP(&fl.tos, "tos", "T", -1, "IP traffic class (DSCP<<2 | ECN); default the NIC's RoCE DSCP (26: priority 3)")
+	f.IntVarP(&fl.tos, "tos", "T", -1, "IP traffic class (DSCP<<2 | ECN), RoCE only; default the NIC's RoCE DSCP (26: priority 3)")
 	f.IntVarP(&fl.timeout, "qp-timeout", "u", 0, "local ACK timeout: 4.096 us x 2^`U` (default the NIC's, 14: 67 ms)")
 	f.BoolVar(&fl.gbits, "report_gbits", false, "report bandwidth in Gb/sec instead of MiB/sec")
 	f.BoolVarP(&fl.bidir, "bidirectional", "b", false, "bandwidth tests: traffic both ways at once (SRC to DST and DST to SRC, each way on its own QPs); the row is the sum of both, as perftest's")
@@ -245,6 +245,9 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	}
 	if _, err := nicStatus(dst, plan.stateDir); err != nil {
 		return daemonsHint(err, labProcs(plan.stateDir, src.Lab), lab.DownCommand(plan.stateDir, src.Lab))
+	}
+	if err := plan.checkFabric(status.LID != 0); err != nil {
+		return err
 	}
 	bufSize := 0
 	for _, s := range plan.sizes {
