@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,9 +75,17 @@ exits with status 2; a run that cannot be built or ends early exits with 1.`,
 
 func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if fl.padLinks && fl.capture == "" {
+		// The flag changes how a capture is written; alone it would be
+		// dropped and the user would look for files that were never made.
+		return &exitError{code: exitBadLabFile, err: errors.New("--capture-pad-links pads the link packets of a capture: give --capture DIR too; nothing was run")}
+	}
 	spec, err := loadLabFor(file, stderr, "nothing was run")
 	if err != nil {
 		return err
+	}
+	if fl.padLinks && spec.Fabric != lab.FabricIB {
+		return &exitError{code: exitBadLabFile, err: fmt.Errorf("%s: --capture-pad-links: fabric %s has no link packets to pad (an InfiniBand lab's flow-control packets); nothing was run", file, spec.Fabric)}
 	}
 
 	seed := spec.Sim.Seed

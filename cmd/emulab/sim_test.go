@@ -490,3 +490,26 @@ func TestSimDurationSampleDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestSimPadLinksNeedsIBCapture: --capture-pad-links without --capture, or
+// on a RoCE lab (no link packets), is refused before anything runs, as
+// emulab capture --pad-links is on a RoCE lab, instead of being dropped.
+func TestSimPadLinksNeedsIBCapture(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cap")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"../../examples/ib-two-hosts.yaml", "--capture-pad-links"}, "--capture-pad-links pads the link packets of a capture: give --capture DIR too"},
+		{[]string{"../../examples/two-hosts.yaml", "--capture", dir, "--capture-pad-links"}, "--capture-pad-links: fabric roce has no link packets to pad"},
+	} {
+		_, err := runSimCmd(t, c.args...)
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitBadLabFile || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want exit %d with %q", c.args, err, exitBadLabFile, c.want)
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("%s was made for a refused run", dir)
+	}
+}
