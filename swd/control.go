@@ -277,7 +277,7 @@ func (d *Daemon) portByName(name string) (*swPort, error) {
 	for i, p := range d.ports {
 		names[i] = p.name
 	}
-	return nil, fmt.Errorf("no port %q on %s (ports: %v)", name, d.opts.Node, names)
+	return nil, fmt.Errorf("no port %q on %s (ports: %s)", name, d.opts.Node, strings.Join(names, ", "))
 }
 
 // counters snapshots one or all ports; loop goroutine.

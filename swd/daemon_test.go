@@ -326,7 +326,7 @@ func TestControlErrors(t *testing.T) {
 	}{
 		{Request{}, `missing "op"`},
 		{Request{Op: "reboot"}, `unknown op "reboot"`},
-		{Request{Op: "counters", Port: "p9"}, `no port "p9" on sw1`},
+		{Request{Op: "counters", Port: "p9"}, `no port "p9" on sw1 (ports: p1, p2`},
 		{Request{Op: "link", Port: "p9", State: "down"}, `no port "p9"`},
 		{Request{Op: "link", Port: "p1"}, `give "state"`},
 		{Request{Op: "link", Port: "p1", State: "sideways"}, `state "sideways"`},
