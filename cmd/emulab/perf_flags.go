@@ -448,7 +448,7 @@ var perfIgnoredFlags = []struct {
 }{
 	{"ib-dev", "d", "the device is the SRC host's emulated RNIC", false},
 	{"ib-port", "i", "an emulated RNIC has one port", false},
-	{"gid-index", "x", "the GID is the host's IPv4-mapped address (index 0)", false},
+	{"gid-index", "x", "on RoCE the GID is the host's IPv4-mapped address (index 0); an InfiniBand lab routes by LID, without a GRH", false},
 	{"port", "p", "perf exchanges the QPs' addresses over the emunics' control sockets, not TCP", false},
 	{"rdma_cm", "R", "the QPs are connected over the emunics' control sockets", true},
 	{"CPU-freq", "F", "latencies are timed with the clock, not the CPU's cycle counter", true},

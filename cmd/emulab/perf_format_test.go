@@ -424,7 +424,7 @@ func TestPerfPerftestFlags(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no lab is up") {
 		t.Errorf("without a lab: %v", err)
 	}
-	for _, want := range []string{"-d/--ib-dev mlx5_0 ignored: the device is the SRC host's emulated RNIC", "-x/--gid-index 3 ignored", "-F/--CPU-freq true ignored", "-e/--events true ignored", "-f/--margin 2 ignored", "-r/--rx-depth 512 ignored"} {
+	for _, want := range []string{"-d/--ib-dev mlx5_0 ignored: the device is the SRC host's emulated RNIC", "-x/--gid-index 3 ignored: on RoCE the GID is the host's IPv4-mapped address (index 0); an InfiniBand lab routes by LID, without a GRH", "-F/--CPU-freq true ignored", "-e/--events true ignored", "-f/--margin 2 ignored", "-r/--rx-depth 512 ignored"} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
