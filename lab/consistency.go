@@ -19,6 +19,7 @@ func (d *decoder) checkConsistency(s *Spec) {
 	d.checkStormInterval(s)
 	d.checkDCQCNFloor(s)
 	d.checkIBServedVLs(s)
+	d.checkIBRates(s) // ibrate.go
 }
 
 // checkStormInterval refuses a pfc_storm interval shorter than one PFC
