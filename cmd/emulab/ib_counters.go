@@ -53,6 +53,15 @@ func runIBCounters(out, errOut io.Writer, arg string, fl *ibFlags) error {
 	if err != nil {
 		return err
 	}
+	// --json and --cut are ib's flags for a sweep of a lab file; counters
+	// reads a running lab and prints perfquery's text, so they would be
+	// dropped without a word.
+	if fl.json {
+		return fmt.Errorf("--json: counters prints perfquery's text; emulab stats %s/NODE --json has a port's counters as JSON", name)
+	}
+	if fl.cut != "" {
+		return fmt.Errorf("--cut %s: counters reads a running lab; cut a link with emulab link set %s/NODE:PORT down", fl.cut, name)
+	}
 	if fl.node == "" {
 		return fmt.Errorf("give --node HOST: whose port counters")
 	}

@@ -261,3 +261,21 @@ func TestIBCountersLabFile(t *testing.T) {
 		t.Errorf("counters FILE of a lab that is down: %v", err)
 	}
 }
+
+// TestIBCountersRefusesSweepFlags: --json and --cut, ib's flags for a
+// lab file's sweep, are refused by counters instead of being dropped.
+func TestIBCountersRefusesSweepFlags(t *testing.T) {
+	for _, c := range []struct{ flag, val, want string }{
+		{"--json", "", "--json: counters prints perfquery's text"},
+		{"--cut", "sw1:p1", "--cut sw1:p1: counters reads a running lab"},
+	} {
+		args := []string{"counters", "--state-dir", t.TempDir(), "--node", "h2", c.flag}
+		if c.val != "" {
+			args = append(args, c.val)
+		}
+		_, _, err := runIBCmd(t, append(args, "ib-two-hosts")...)
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.flag, err, c.want)
+		}
+	}
+}
