@@ -35,6 +35,14 @@ func ResolveNode(root, ref string) (labName, node, namespace string, err error) 
 		if err != nil {
 			return "", "", "", err
 		}
+		for _, l := range labs {
+			if ns, err := NamespaceName(l, node); l == node && err == nil && !NamespaceExists(ns) {
+				// A lab's name where a node is wanted (emulab capture
+				// LAB, stats LAB), and no node of that lab has it:
+				// "say which, LAB/LAB" would not help.
+				return "", "", "", fmt.Errorf("%s is a lab, not a node: name one of its nodes, %s/NODE%s", node, node, labNodesHint(root, node))
+			}
+		}
 		switch len(labs) {
 		case 0:
 			return "", "", "", fmt.Errorf("node %s: no lab is up under %s (--state-dir)", node, root)
@@ -50,18 +58,28 @@ func ResolveNode(root, ref string) (labName, node, namespace string, err error) 
 	}
 	if !NamespaceExists(namespace) {
 		msg := fmt.Sprintf("lab %s has no node %s (no namespace %s)", labName, node, namespace)
-		if rec, err := readRecord(root, labName); err == nil {
-			var nodes []string
-			for _, ns := range rec.Namespaces {
-				nodes = append(nodes, strings.TrimPrefix(ns, NamespacePrefix+labName+"-"))
-			}
-			msg += "; its nodes: " + strings.Join(nodes, ", ")
+		if hint := labNodesHint(root, labName); hint != "" {
+			msg += hint
 		} else {
 			msg += "; is the lab up?"
 		}
 		return "", "", "", errors.New(msg)
 	}
 	return labName, node, namespace, nil
+}
+
+// labNodesHint is "; its nodes: sw1, h1, h2" for a lab up under root, or
+// "" when its record cannot be read.
+func labNodesHint(root, labName string) string {
+	rec, err := readRecord(root, labName)
+	if err != nil {
+		return ""
+	}
+	var nodes []string
+	for _, ns := range rec.Namespaces {
+		nodes = append(nodes, strings.TrimPrefix(ns, NamespacePrefix+labName+"-"))
+	}
+	return "; its nodes: " + strings.Join(nodes, ", ")
 }
 
 // StartCmd starts cmd inside node's namespace. The caller sets up its

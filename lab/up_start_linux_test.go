@@ -277,6 +277,24 @@ func TestResolveNodeNoLab(t *testing.T) {
 	}
 }
 
+// TestResolveNodeLabName: a lab's name given where a node is wanted (emulab
+// capture LAB) is said to be a lab, with its nodes, not taken for a node
+// of some other lab ("say which, LAB/LAB").
+func TestResolveNodeLabName(t *testing.T) {
+	root := t.TempDir()
+	for _, name := range []string{"labx", "laby"} {
+		os.MkdirAll(filepath.Join(root, name), 0o755)
+		rec := `{"lab":"` + name + `","namespaces":["` + NamespacePrefix + name + `-sw1","` + NamespacePrefix + name + `-h1"]}`
+		if err := os.WriteFile(filepath.Join(root, name, "state.json"), []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "labx is a lab, not a node: name one of its nodes, labx/NODE; its nodes: sw1, h1"
+	if _, _, _, err := ResolveNode(root, "labx"); err == nil || err.Error() != want {
+		t.Errorf("ResolveNode(labx): %v\nwant %s", err, want)
+	}
+}
+
 // TestNamespaceTaken: lab and node names join with '-', so lab w2-x's node
 // h1 and lab w2's node x-h1 are both emu-w2-x-h1. The refusal names the
 // lab that owns the namespace and how to take it down, not the lab being
