@@ -704,11 +704,31 @@ func (d *decoder) assignAddresses(s *Spec) {
 		}
 		if s.Fabric == FabricIB {
 			if o := lids[n.LID]; o != nil {
-				d.errorf(p, "LID %d is also %s's", n.LID, o.Name)
+				d.lidClash(n, o)
 			}
 			lids[n.LID] = n
 		}
 	}
+}
+
+// lidClash reports two nodes with one LID. One of them often has it by
+// default (its place in the node list + 1) and wrote no lid: the error says
+// which, at the lid that was written, so that the user does not look for
+// a lid key the other node never had.
+func (d *decoder) lidClash(n, o *Node) {
+	whose := func(x *Node) string {
+		if d.written("topology.nodes." + x.Name + ".lid") {
+			return x.Name + "'s lid"
+		}
+		return fmt.Sprintf("%s's by default (its place in the node list + 1)", x.Name)
+	}
+	path := "topology.nodes." + n.Name
+	if nw, ow := d.written(path+".lid"), d.written("topology.nodes."+o.Name+".lid"); nw {
+		path += ".lid"
+	} else if ow {
+		path = "topology.nodes." + o.Name + ".lid"
+	}
+	d.errorf(path, "LID %d is %s and %s: give one of them another lid", n.LID, whose(o), whose(n))
 }
 
 func portNames(n *Node) string {

@@ -230,6 +230,26 @@ traffic:
 	}
 }
 
+// TestIBLIDClash: a LID written on one node that another has by default is
+// reported at the written lid, saying which node has it by default.
+func TestIBLIDClash(t *testing.T) {
+	const y = `name: ib
+fabric: ib
+topology:
+  nodes:
+    sw: {kind: switch}
+    a: {kind: nic, lid: 3}
+    b: {kind: nic}
+  links:
+    - endpoints: [a:ib0, sw:p1]
+    - endpoints: [b:ib0, sw:p2]
+`
+	want := "ib.yaml:6: topology.nodes.a.lid: LID 3 is a's lid and b's by default (its place in the node list + 1): give one of them another lid"
+	if _, err := Parse("ib.yaml", []byte(y)); err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
+}
+
 // TestDottedKeys: SONiC names such as scheduler.0 stay one key (viper would
 // split them at the dot with its default key delimiter).
 func TestDottedKeys(t *testing.T) {
