@@ -58,7 +58,8 @@ port of its switch, so its port is captured on that switch port.
 The capture runs until SIGINT or SIGTERM, until -c N packets were written,
 until a condition of -a (as dumpcap's: duration:SECONDS, packets:N) is met, or
 until the reader of the pipe goes away. Written to a pipe, every packet is
-flushed as it is written. The daemons ending the capture (the lab went down)
+flushed as it is written. -w FIFO (mkfifo) waits for the FIFO's reader and,
+as a pipe, ends when it goes. The daemons ending the capture (the lab went down)
 is an error (exit status 1); what was captured is kept.
 
 On an InfiniBand lab the ports are ERF interfaces (data packets ERF type 21,
@@ -264,6 +265,9 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 			return errors.New("-w -: standard output is a terminal; pipe it into wireshark -k -i - or tshark -r -, or give a file")
 		}
 	} else {
+		if isFIFO(fl.write) {
+			notef("%s is a FIFO: waiting for its reader (wireshark -k -i %s)", fl.write, fl.write)
+		}
 		if file, err = createCaptureFile(fl.write); err != nil {
 			return fmt.Errorf("-w: %w", err)
 		}

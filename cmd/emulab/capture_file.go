@@ -18,15 +18,34 @@ type captureFile struct {
 // answered, as tcpdump -w opens its file only once the interface is open:
 // opened truncated, a capture that never began (a port name mistyped, a
 // daemon stopped) left the previous capture of that name empty.
-// O_RDWR, as os.Create: a FIFO opens without waiting for a reader.
+//
+// A FIFO (mkfifo, read by wireshark -k -i FIFO) is opened write-only,
+// which waits for its reader, as tcpdump -w and dumpcap -w do. Opened
+// O_RDWR, as os.Create opens, this process was a reader of its own FIFO:
+// when Wireshark closed it, no write failed and poll reported no error
+// (watchReader), so the capture went on, its writes blocked once the
+// FIFO's 64 KiB filled, and it then ignored SIGINT and SIGTERM, stuck in
+// a write. Write-only, the reader's going fails the next write with EPIPE
+// and the capture ends, as with -w -.
 func createCaptureFile(path string) (*captureFile, error) {
 	_, err := os.Lstat(path)
 	created := errors.Is(err, os.ErrNotExist)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	flag := os.O_RDWR | os.O_CREATE
+	if isFIFO(path) {
+		flag = os.O_WRONLY
+	}
+	f, err := os.OpenFile(path, flag, 0o666)
 	if err != nil {
 		return nil, err
 	}
 	return &captureFile{File: f, path: path, created: created}, nil
+}
+
+// isFIFO reports whether path names a FIFO (after symbolic links): -w
+// FIFO waits for a reader to open it.
+func isFIFO(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode()&os.ModeNamedPipe != 0
 }
 
 // Write truncates a regular file that was there before at the first

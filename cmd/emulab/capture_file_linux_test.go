@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestCaptureFileDiscard: a capture that never started removes the file
@@ -57,11 +60,57 @@ func TestCaptureFileDiscard(t *testing.T) {
 	if err := syscall.Mkfifo(node, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if f, err = createCaptureFile(node); err != nil { // O_RDWR: a FIFO opens without a reader
+	// A FIFO opens for writing once it has a reader (a non-blocking
+	// open for reading needs no writer).
+	rd, err := os.OpenFile(node, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if f, err = createCaptureFile(node); err != nil {
 		t.Fatal(err)
 	}
 	f.discard()
 	if st, err := os.Lstat(node); err != nil || st.Mode()&os.ModeNamedPipe == 0 {
 		t.Errorf("the FIFO was removed or replaced: %v", err)
+	}
+}
+
+// TestCaptureFileFIFOReaderGone: -w FIFO (wireshark -k -i FIFO) ends when
+// its reader goes away, as -w - does. Opened O_RDWR, capture was itself a
+// reader of the FIFO: writes went on after Wireshark closed it, then
+// blocked for good once the FIFO was full, and SIGINT could not end the
+// capture stuck in its write.
+func TestCaptureFileFIFOReaderGone(t *testing.T) {
+	node := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(node, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := os.OpenFile(node, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := createCaptureFile(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gone, stopWatch := context.WithCancel(ctx)
+	watchReader(gone, f.File, stopWatch)
+	if _, err := f.Write([]byte("block")); err != nil {
+		t.Fatalf("write with a reader: %v", err)
+	}
+	rd.Close()
+	// The watch sees the reader go (poll's POLLERR on the writer's end)...
+	select {
+	case <-gone.Done():
+	case <-time.After(30 * time.Second):
+		t.Error("the FIFO's reader closed it; watchReader did not notice")
+	}
+	// ...and the next write fails rather than filling the FIFO.
+	if _, err := f.Write([]byte("block")); !errors.Is(err, syscall.EPIPE) {
+		t.Errorf("write after the reader closed the FIFO: %v, want EPIPE", err)
 	}
 }
