@@ -299,10 +299,17 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 	}
 	started := false
 	var missed uint64
-	n, err := streamLive(ctx, w, !isRegularFile(out), srcs, stop.packets, func() {
+	pw := &progressWriter{w: w}
+	streamed := make(chan struct{})
+	watchStuck(ctx, streamed, pw, func() {
+		fmt.Fprintf(errOut, "emulab: capture: stopped, but the reader of -w %s took no data for %v: giving up on it (the capture's end, its statistics blocks, is lost)\n", fl.write, stuckGrace)
+		os.Exit(1)
+	})
+	n, err := streamLive(ctx, pw, !isRegularFile(out), srcs, stop.packets, func() {
 		started = true
 		notef("Capturing on %s", strings.Join(names, ", "))
 	}, &missed)
+	close(streamed)
 	if started {
 		notef("%d packet%s captured", n, livePlural(n))
 		if missed > 0 {

@@ -284,7 +284,14 @@ func runExtcap(out, errOut io.Writer, fl *extcapFlags) error {
 	defer stopWatch()
 	watchReader(ctx, f, stopWatch)
 	var missed uint64
-	n, err := streamLive(ctx, f, true, srcs, int(fl.packets), func() { debugf("capturing") }, &missed)
+	pw := &progressWriter{w: f}
+	streamed := make(chan struct{})
+	watchStuck(ctx, streamed, pw, func() {
+		fmt.Fprintf(errOut, "emulab extcap: stopped, but the reader of --fifo %s took no data for %v: giving up on it\n", fl.fifo, stuckGrace)
+		os.Exit(1)
+	})
+	n, err := streamLive(ctx, pw, true, srcs, int(fl.packets), func() { debugf("capturing") }, &missed)
+	close(streamed)
 	if missed > 0 {
 		debugf("%d frames not captured (a daemon's queue toward this capture was full)", missed)
 	}
