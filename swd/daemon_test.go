@@ -596,8 +596,31 @@ func TestMetrics(t *testing.T) {
 	if body != string(want) {
 		t.Errorf("metrics differ from %s (run with -update to accept):\n%s", golden, body)
 	}
+	checkMetricNames(t, body)
+	for _, l := range []string{
+		`emu_pfc_pause_frames_received_total{lab="swd2",node="sw1",port="p1",priority="3"} 0`,
+		`emu_port_up{lab="swd2",node="sw1",port="p2"} 0`,
+		`emu_link_rate_bytes_per_second{lab="swd2",node="sw1",port="p1"} 1.25e+10`,
+		`emu_loop_late_total{lab="swd2",node="sw1"} LAG`,
+	} {
+		if !strings.Contains(body, l+"\n") {
+			t.Errorf("missing sample %s", l)
+		}
+	}
+}
+
+// checkMetricNames applies the naming rules to every family of an
+// exposition: emu_ snake case, counters and only counters ending in
+// _total, the priority in a label, and direction words spelled out as
+// node_exporter spells them (its netdev and ethtool collectors write rx
+// and tx as received and transmitted, its infiniband collector
+// PortXmitWait as port_transmit_wait), so that one query finds the same
+// word on a switch and on emunic.
+func checkMetricNames(t *testing.T, body string) {
+	t.Helper()
 	typeRe := regexp.MustCompile(`^# TYPE (\S+) (counter|gauge)$`)
 	nameRe := regexp.MustCompile(`^emu_[a-z0-9_]+$`)
+	abbrevRe := regexp.MustCompile(`(^|_)(rx|tx|xmit|rcv)(_|$)`)
 	for _, l := range strings.Split(body, "\n") {
 		m := typeRe.FindStringSubmatch(l)
 		if m == nil {
@@ -613,15 +636,8 @@ func TestMetrics(t *testing.T) {
 		if strings.Contains(name, "prio") && !strings.Contains(name, "priority") {
 			t.Errorf("%s: priority belongs in a label", name)
 		}
-	}
-	for _, l := range []string{
-		`emu_pfc_pause_frames_received_total{lab="swd2",node="sw1",port="p1",priority="3"} 0`,
-		`emu_port_up{lab="swd2",node="sw1",port="p2"} 0`,
-		`emu_link_rate_bytes_per_second{lab="swd2",node="sw1",port="p1"} 1.25e+10`,
-		`emu_loop_late_total{lab="swd2",node="sw1"} LAG`,
-	} {
-		if !strings.Contains(body, l+"\n") {
-			t.Errorf("missing sample %s", l)
+		if abbrevRe.MatchString(name) {
+			t.Errorf("%s: rx, tx, xmit and rcv are spelled out (received, transmitted, transmit)", name)
 		}
 	}
 }

@@ -149,7 +149,7 @@ func (d *Daemon) eachIBCounter(p *swPort, fn func(name string, v uint64)) {
 // port's rendered labels without braces.
 func (d *Daemon) ibMetrics(p *swPort, pl string, add func(name, typ, help, labels string, v float64)) {
 	c := d.sw.Counters(p.idx)
-	add("emu_port_xmit_wait_seconds_total", "counter", "Time the port had data to send and no credit on its VL (IB PortXmitWait, port_xmit_wait).", "{"+pl+"}", seconds(clock.Time(c.PortXmitWaitPs)))
+	add("emu_port_transmit_wait_seconds_total", "counter", "Time the port had data to send and no credit on its VL (IB PortXmitWait, port_xmit_wait).", "{"+pl+"}", seconds(clock.Time(c.PortXmitWaitPs)))
 	for vl := range d.vls {
 		vc := &c.Prio[vl]
 		ql := "{" + pl + `,vl="` + strconv.Itoa(vl) + `"}`
@@ -159,7 +159,7 @@ func (d *Daemon) ibMetrics(p *swPort, pl string, add func(name, typ, help, label
 		ctr("emu_vl_received_bytes_total", "Bytes of data packets received on the VL (LRH through VCRC).", float64(vc.RxBytes))
 		ctr("emu_vl_transmitted_packets_total", "Data packets transmitted on the VL.", float64(vc.TxPackets))
 		ctr("emu_vl_transmitted_bytes_total", "Bytes of data packets transmitted on the VL (LRH through VCRC).", float64(vc.TxBytes))
-		ctr("emu_vl_xmit_wait_seconds_total", "Time the VL had a packet to send and no credit (vlN_xmit_wait).", seconds(clock.Time(vc.XmitWaitPs)))
+		ctr("emu_vl_transmit_wait_seconds_total", "Time the VL had a packet to send and no credit (vlN_xmit_wait).", seconds(clock.Time(vc.XmitWaitPs)))
 		ctr("emu_vl_credit_stalls_total", "Times the VL had a packet and no credit (vlN_credit_stalls).", float64(vc.CreditStalls))
 		ctr("emu_vl_flow_control_packets_received_total", "Flow-control link packets received for the VL.", float64(vc.FCRx))
 		ctr("emu_vl_flow_control_packets_transmitted_total", "Flow-control link packets sent for the VL.", float64(vc.FCTx))
@@ -171,7 +171,7 @@ func (d *Daemon) ibMetrics(p *swPort, pl string, add func(name, typ, help, label
 		if !ok || avail < 0 {
 			avail = 0
 		}
-		gauge("emu_vl_tx_credit_blocks", "64-byte blocks the port may still send on the VL before the peer grants more.", float64(avail))
-		gauge("emu_vl_rx_free_blocks", "Free 64-byte blocks of the port's receive buffer for the VL.", float64(max(d.sw.RxFreeBlocks(p.idx, vl), 0)))
+		gauge("emu_vl_transmit_credit_blocks", "64-byte blocks the port may still send on the VL before the peer grants more.", float64(avail))
+		gauge("emu_vl_receive_free_blocks", "Free 64-byte blocks of the port's receive buffer for the VL.", float64(max(d.sw.RxFreeBlocks(p.idx, vl), 0)))
 	}
 }

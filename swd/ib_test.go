@@ -312,6 +312,7 @@ func TestIBForwardAndCredits(t *testing.T) {
 			t.Errorf("metrics: missing %s", l)
 		}
 	}
+	checkMetricNames(t, resp.body)
 	for _, bad := range []string{"emu_pfc_", "priority=", "emu_flood"} {
 		if strings.Contains(resp.body, bad) {
 			t.Errorf("IB metrics contain %s", bad)

@@ -28,7 +28,7 @@ import (
 // An IB switch has no PFC, ECN, priority groups or flooding: instead of
 // those families it exports per data VL, with a vl label, what IB's
 // port counters and credits show (emu_vl_*, port_xmit_wait as
-// emu_port_xmit_wait_seconds_total) and its SMA's SMP counts. Its
+// emu_port_transmit_wait_seconds_total) and its SMA's SMP counts. Its
 // emu_port_*_packets_total count the wire's packets, link packets
 // included, as RoCE's and emunic's do: not IBA's PortCounters, which
 // exclude them (ibMetrics says where they are).
@@ -132,11 +132,11 @@ func (d *Daemon) metricsText() []byte {
 		ctr("emu_link_queue_dropped_packets_total", "Frames dropped because the emulated wire held too many (a wire slower than its port).", qd)
 		ctr("emu_link_not_connected_dropped_packets_total", "Frames for a port whose peer was not connected.", p.st.NotConnected)
 		t := p.transport()
-		ctr("emu_transport_tx_queue_dropped_packets_total", "Frames dropped because the transport writer's queue was full.", t.TxQueueDrops)
-		ctr("emu_transport_tx_ring_full_total", "Times the shared-memory ring toward the port's peer was full and the writer waited for the peer to read (a peer that fell behind).", t.TxFull)
-		ctr("emu_transport_rx_ring_sleeps_total", "Times the port's reader found its shared-memory ring empty and slept until the peer wrote.", t.RxSleeps)
-		ctr("emu_transport_tx_holds_total", "Times the port's transmitter was held because the transport writer fell behind (frames waited in the egress queues).", p.hold.holds)
-		ctr("emu_transport_tx_backlog_holds_total", "Of the holds, those for the link's ring backlog: the peer switch had not read MaxBacklog (2 ms of the link) yet.", p.hold.backlogHolds)
+		ctr("emu_transport_transmitted_queue_dropped_packets_total", "Frames dropped because the transport writer's queue was full.", t.TxQueueDrops)
+		ctr("emu_transport_transmitted_ring_full_total", "Times the shared-memory ring toward the port's peer was full and the writer waited for the peer to read (a peer that fell behind).", t.TxFull)
+		ctr("emu_transport_received_ring_sleeps_total", "Times the port's reader found its shared-memory ring empty and slept until the peer wrote.", t.RxSleeps)
+		ctr("emu_transport_transmitted_holds_total", "Times the port's transmitter was held because the transport writer fell behind (frames waited in the egress queues).", p.hold.holds)
+		ctr("emu_transport_transmitted_backlog_holds_total", "Of the holds, those for the link's ring backlog: the peer switch had not read MaxBacklog (2 ms of the link) yet.", p.hold.backlogHolds)
 		ctr("emu_capture_dropped_records_total", "Capture records a slow capture client lost.", p.st.CaptureDrops)
 		if d.ib {
 			d.ibMetrics(p, pl, add)
