@@ -55,7 +55,7 @@ func lookupPerfTest(name string) (perfTest, error) {
 // read reports a read test: its requester keeps outstanding reads.
 func (t perfTest) read() bool { return t.op == nic.IBV_WR_RDMA_READ }
 
-// title is the banner's centred title: "RDMA_Write BW Test".
+// title is the banner's title: "RDMA_Write BW Test".
 func (t perfTest) title() string {
 	if t.lat {
 		return t.verb + " Latency Test"

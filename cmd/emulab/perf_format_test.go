@@ -550,3 +550,31 @@ func TestPerfJSONCQModeration(t *testing.T) {
 		}
 	}
 }
+
+// TestBannerLayout: the banner's head is perftest's ctx_print_test_info
+// byte for byte: the title after a fixed 20-space indent (not centred),
+// each pair's first value followed by two tabs with no padding (a script
+// that splits on "\t\t" gets "OFF", and a terminal puts the second key at
+// column 32), and the rdma_cm line's tab before its colon.
+func TestBannerLayout(t *testing.T) {
+	side := perfSide{QPN: 0x11, PSN: 0x12, RKey: 0xd0e, VAddr: 0x7f000084c000, GID: "::ffff:10.0.0.1"}
+	var b strings.Builder
+	writeBanner(&b, perfBanner{Title: "RDMA_Write BW Test", Device: "emu_eth0", QPs: 1, Depth: 128, CQMod: 100, MTU: 4096,
+		Local: []perfSide{side}, Remote: []perfSide{side}})
+	want := perfLine + "\n" +
+		"                    RDMA_Write BW Test\n" +
+		" Dual-port       : OFF\t\tDevice         : emu_eth0\n" +
+		" Number of qps   : 1\t\tTransport type : IB\n" +
+		" Connection type : RC\t\tUsing SRQ      : OFF\n" +
+		" PCIe relax order: OFF\t\tLock-free      : OFF\n" +
+		" TX depth        : 128\n" +
+		" CQ Moderation   : 100\n" +
+		" Mtu             : 4096[B]\n" +
+		" Link type       : Ethernet\n" +
+		" GID index       : 0\n" +
+		" Max inline data : 0[B]\n" +
+		" rdma_cm QPs\t : OFF\n"
+	if got := b.String(); !strings.HasPrefix(got, want) {
+		t.Errorf("banner head:\n%q\nwant\n%q", got[:min(len(got), len(want)+40)], want)
+	}
+}

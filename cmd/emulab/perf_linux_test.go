@@ -142,7 +142,7 @@ func TestPerfLab(t *testing.T) {
 
 	t.Run("send_bw-qps", func(t *testing.T) {
 		out := e.mustRun(t, "perf", "send_bw", h1, h2, "-s", "8192", "-n", "400", "-q", "3", "-m", "1024", "--report_gbits")
-		if !strings.Contains(out, "Send BW Test") || !strings.Contains(out, " Number of qps   : 3 ") || !strings.Contains(out, " Mtu             : 1024[B]") {
+		if !strings.Contains(out, "Send BW Test") || !strings.Contains(out, " Number of qps   : 3\t\t") || !strings.Contains(out, " Mtu             : 1024[B]") {
 			t.Errorf("send_bw:\n%s", out)
 		}
 		// One address pair per QP; SEND names no remote memory.

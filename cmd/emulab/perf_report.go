@@ -325,15 +325,19 @@ func (b *perfBanner) linkType() string {
 }
 
 func writeBanner(w io.Writer, b perfBanner) {
+	// ctx_print_test_info (perftest_parameters.c): the title after a
+	// fixed indent of 20 spaces, whatever its length; a pair's first
+	// value unpadded and followed by two tabs, so that the second key
+	// lands on the terminal's column 32 and a script splitting on "\t\t"
+	// gets the value alone.
 	fmt.Fprintln(w, perfLine)
-	pad := max(0, (len(perfLine)-len(b.Title))/2)
-	fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", pad), b.Title)
+	fmt.Fprintf(w, "%s%s\n", strings.Repeat(" ", 20), b.Title)
 	kv := func(k1, v1, k2, v2 string) {
 		if k2 == "" {
 			fmt.Fprintf(w, " %-16s: %s\n", k1, v1)
 			return
 		}
-		fmt.Fprintf(w, " %-16s: %-8s\t\t%-15s: %s\n", k1, v1, k2, v2)
+		fmt.Fprintf(w, " %-16s: %s\t\t%-15s: %s\n", k1, v1, k2, v2)
 	}
 	kv("Dual-port", "OFF", "Device", b.Device)
 	kv("Number of qps", fmt.Sprint(b.QPs), "Transport type", "IB")
@@ -360,7 +364,8 @@ func writeBanner(w io.Writer, b perfBanner) {
 	} else {
 		kv("Max inline data", "0[B]", "", "")
 	}
-	kv("rdma_cm QPs", "OFF", "", "")
+	// perftest writes this key with a tab before its colon.
+	fmt.Fprintf(w, " rdma_cm QPs\t : %s\n", "OFF")
 	kv("Data ex. method", "emunic control sockets", "", "")
 	if b.Dilation > 1 {
 		// Not a perftest line: a dilated lab's figures are its own time's.
