@@ -125,7 +125,7 @@ func TestPerfCPUColumn(t *testing.T) {
 	writeLatHeader(&b, true, true)
 	writeLatRow(&b, st, true)
 	want = perfLine + "\n" + perfHeadLatDur + "    CPU_Util[%]\n" +
-		" 2             2                    2.00           2.00   \t    37.50\n"
+		" 2             2            2.00           2.00   \t    37.50\n"
 	if b.String() != want {
 		t.Errorf("latency table with --cpu_util:\n%q\nwant\n%q", b.String(), want)
 	}

@@ -578,3 +578,21 @@ func TestBannerLayout(t *testing.T) {
 		t.Errorf("banner head:\n%q\nwant\n%q", got[:min(len(got), len(want)+40)], want)
 	}
 }
+
+// TestLatRowLayout: the latency rows are perftest's REPORT_FMT_LAT and
+// REPORT_FMT_LAT_DUR, whose #iterations is printed unpadded (PRIu64, %d),
+// unlike the bandwidth row's %-10lu: ib_send_lat prints
+// " 2       1000          1.42 ..." and, with -D,
+// " 2             1577611            1.90           262864.28".
+func TestLatRowLayout(t *testing.T) {
+	var b strings.Builder
+	writeLatRow(&b, latStats{Size: 2, Iters: 1000, Min: 1.42, Max: 1.93, Typical: 1.47, Avg: 1.47, Stdev: 0, P99: 1.57, P999: 1.93}, false)
+	if got, want := b.String(), " 2       1000          1.42           1.93         1.47     \t       1.47        \t0.00   \t\t1.57    \t\t1.93   \n"; got != want {
+		t.Errorf("latency row\n%q, want\n%q", got, want)
+	}
+	b.Reset()
+	writeLatRow(&b, latStats{Size: 2, Iters: 1577611, Avg: 1.90, TPS: 262864.28}, true)
+	if got, want := b.String(), " 2             1577611            1.90           262864.28\n"; got != want {
+		t.Errorf("duration row\n%q, want\n%q", got, want)
+	}
+}

@@ -22,15 +22,18 @@ import (
 const perfLine = "---------------------------------------------------------------------------------------"
 
 // Result table headers (RESULT_FMT, RESULT_FMT_G, RESULT_FMT_LAT,
-// RESULT_FMT_LAT_DUR). MiB = 2^20 bytes, Gb = 10^9 bits.
+// RESULT_FMT_LAT_DUR) and rows (REPORT_FMT, REPORT_FMT_LAT,
+// REPORT_FMT_LAT_DUR). MiB = 2^20 bytes, Gb = 10^9 bits. The latency rows
+// print #iterations unpadded (PRIu64, %d), unlike the bandwidth row's
+// %-10lu.
 const (
 	perfHeadBW       = " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
 	perfHeadBWGbits  = " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]"
 	perfHeadLat      = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec]"
 	perfHeadLatDur   = " #bytes        #iterations       t_avg[usec]    tps average"
 	perfRowBW        = " %-7d    %-10d       %-7.2f            %-7.2f\t\t   %-7.6f\n"
-	perfRowLat       = " %-7d %-10d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n"
-	perfRowLatDur    = " %-7d       %-10d           %-7.2f        %-7.2f\n"
+	perfRowLat       = " %-7d %d          %-7.2f        %-7.2f      %-7.2f  \t       %-7.2f     \t%-7.2f\t\t%-7.2f \t\t%-7.2f\n"
+	perfRowLatDur    = " %-7d       %d            %-7.2f        %-7.2f\n"
 	perfBytesPerMiB  = 1 << 20
 	perfBytesPerGbit = 125_000_000
 	// --cpu_util's column: RESULT_EXT_CPU_UTIL after the header,
