@@ -236,6 +236,13 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:3: topology.defaults.mtu: 10000 is out of range [576, 9216]`},
 		{"nic with two links", replace(`    - endpoints: ["h2:eth0", "sw1:p2"]`, `    - endpoints: ["h2:eth0", "sw1:p2"]`+"\n"+`    - endpoints: ["h2:eth1", "sw1:p3"]`),
 			`t.yaml:11: topology.links[2].endpoints[0]: nic h2 already has a link (topology.links[1], line 10): a nic has one port`},
+		// A non-ASCII name is refused with the character as written, not
+		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
+		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),
+			`t.yaml:1: name: name "lab-é" has 'é': only letters, digits, '_' and '-' are allowed`},
+		// A name pasted by mistake is quoted short: the message stays one line.
+		{"very long name", replace(`name: t1`, `name: `+strings.Repeat("a", 100000)),
+			`t.yaml:1: name: name "` + strings.Repeat("a", 80) + `..." is 100000 bytes long; at most 15`},
 	}
 	// Cases that need more than one edit.
 	for i := range tests {

@@ -1,6 +1,9 @@
 package lab
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Name rules. Lab, node and port names become Linux names in the namespace
 // lab (namespaces emu-<lab>-<node>, interfaces, TAP devices), so they are
@@ -38,7 +41,7 @@ func checkChars(s string, maxLen int, extra string) error {
 		return fmt.Errorf("empty name")
 	}
 	if len(s) > maxLen {
-		return fmt.Errorf("name %q is %d bytes long; at most %d", s, len(s), maxLen)
+		return fmt.Errorf("name %q is %d bytes long; at most %d", shortName(s), len(s), maxLen)
 	}
 	if s[0] == '-' {
 		return fmt.Errorf("name %q must not start with '-'", s)
@@ -54,8 +57,26 @@ func checkChars(s string, maxLen int, extra string) error {
 			if extra != "" {
 				allowed = "letters, digits, '_', '-', '.' and '/'"
 			}
-			return fmt.Errorf("name %q has %q: only %s are allowed", s, c, allowed)
+			// Name the character as written: a byte of a UTF-8 sequence
+			// quoted alone reads as another letter ('é' is "\xc3\xa9", and
+			// %q of the byte 0xc3 prints 'Ã').
+			r, _ := utf8.DecodeRuneInString(s[i:])
+			return fmt.Errorf("name %q has %q: only %s are allowed", shortName(s), r, allowed)
 		}
 	}
 	return nil
+}
+
+// shortName is s for an error message: a name pasted by mistake can be
+// megabytes long, and the message must stay one readable line.
+func shortName(s string) string {
+	const keep = 80
+	if len(s) <= keep {
+		return s
+	}
+	cut := keep
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
 }
