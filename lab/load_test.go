@@ -236,6 +236,13 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:3: topology.defaults.mtu: 10000 is out of range [576, 9216]`},
 		{"nic with two links", replace(`    - endpoints: ["h2:eth0", "sw1:p2"]`, `    - endpoints: ["h2:eth0", "sw1:p2"]`+"\n"+`    - endpoints: ["h2:eth1", "sw1:p3"]`),
 			`t.yaml:11: topology.links[2].endpoints[0]: nic h2 already has a link (topology.links[1], line 10): a nic has one port`},
+		// An RDMA flow's priority is its DSCP's to the NIC: a priority
+		// that disagrees was refused only by the simulator, at the entry's
+		// line, with the field "sim" and a NIC command-line option for
+		// advice.
+		{"RDMA priority against DSCP", replace(`size: 64KiB, priority: 3}`, `size: 64KiB, op: write,
+    priority: 3, dscp: 10}`),
+			`t.yaml:21: traffic[0].dscp: an RDMA flow's NIC classifies DSCP 10 to priority 1 (DSCP >> 3), not priority 3: write dscp 26 for priority 3, or leave one of the two out`},
 		// A non-ASCII name is refused with the character as written, not
 		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
 		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),

@@ -178,7 +178,8 @@ func (d *decoder) dcqcn(path string, v any) *cc.DCQCN {
 func (d *decoder) validateRDMA(s *Spec) {
 	raw := make(map[*Node]*Flow)
 	rdma := make(map[*Node]*Flow)
-	ccOf := make(map[*Node]*Flow) // the flow that set a NIC's cc
+	ccOf := make(map[*Node]*Flow)     // the flow that set a NIC's cc
+	reported := make(map[string]bool) // traffic entries refused for their DSCP
 	for _, f := range s.Traffic {
 		ends := append([]*Node{f.Src}, f.Dst...)
 		if f.Op == OpNone {
@@ -198,6 +199,15 @@ func (d *decoder) validateRDMA(s *Spec) {
 				rdma[n] = f
 			}
 			n.RDMA = true
+		}
+		// The QPs carry the DSCP and the NIC classifies their frames by
+		// it (trust dscp, DSCP >> 3: the lab has no dscp2prio), so the
+		// PFC priority they obey is DSCP >> 3 whatever priority says.
+		// An entry expanded to several flows is reported once.
+		if s.Fabric != FabricIB && f.DSCP>>3 != f.Priority && !reported[f.path] {
+			reported[f.path] = true
+			d.errorf(join(f.path, "dscp"), "an RDMA flow's NIC classifies DSCP %d to priority %d (DSCP >> 3), not priority %d: write dscp %d for priority %d, or leave one of the two out",
+				f.DSCP, f.DSCP>>3, f.Priority, defaultDSCP(f.Priority), f.Priority)
 		}
 		if f.Size.Dist != DistFixed {
 			d.errorf(join(f.path, "size"), "an RDMA flow posts messages of one size (perftest -s); got a %s distribution", f.Size.Dist)
