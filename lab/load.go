@@ -67,7 +67,11 @@ func (d *decoder) read(data []byte) (map[string]any, bool) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		e := yamlError(d.file, err)
-		if l := problemLine(data, err, e.Line); l > e.Line {
+		if e.Line == 0 {
+			// The reader's errors (a byte that is not UTF-8, a control
+			// character) and an unknown alias carry no line: find it.
+			e.Line = firstFailingLine(data, err, 1)
+		} else if l := problemLine(data, err, e.Line); l > e.Line {
 			e.Msg = strings.Replace(e.Msg, "(in the mapping or list that starts on this line)",
 				fmt.Sprintf("(in the mapping or list that starts on line %d)", e.Line), 1)
 			e.Line = l
@@ -146,6 +150,14 @@ func (d *decoder) checkFoldedKeys(doc *yaml.Node) bool {
 			kept := n.Content[:0]
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
+				if k.Kind != yaml.ScalarNode {
+					// YAML allows "? [a, b]" as a key; viper then fails
+					// with a Go dump of the key and no line.
+					d.errs = append(d.errs, &FieldError{File: d.file, Line: k.Line, Field: path,
+						Msg: "a key is a name: not a list, a mapping or an alias (did a \"? \" or a \"*\" slip in?)"})
+					ok = false
+					continue
+				}
 				low := strings.ToLower(k.Value)
 				if prev, dup := seen[low]; dup && k.Tag != "!!merge" {
 					msg := fmt.Sprintf("key %q repeats line %d", k.Value, prev.Line)
@@ -214,6 +226,13 @@ func problemLine(data []byte, err error, from int) int {
 	if !strings.Contains(err.Error(), "did not find expected") || from < 1 {
 		return 0
 	}
+	return firstFailingLine(data, err, from)
+}
+
+// firstFailingLine is the first line, from line from on, whose prefix of
+// the file fails to parse with the very same error as the whole file; 0 if
+// none does.
+func firstFailingLine(data []byte, err error, from int) int {
 	lines := bytes.SplitAfter(data, []byte("\n"))
 	if len(lines) > 5000 {
 		return 0 // one parse per line: not for a huge file

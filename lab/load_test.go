@@ -243,6 +243,18 @@ func TestParseErrors(t *testing.T) {
 		{"RDMA priority against DSCP", replace(`size: 64KiB, priority: 3}`, `size: 64KiB, op: write,
     priority: 3, dscp: 10}`),
 			`t.yaml:21: traffic[0].dscp: an RDMA flow's NIC classifies DSCP 10 to priority 1 (DSCP >> 3), not priority 3: write dscp 26 for priority 3, or leave one of the two out`},
+		// Errors of the YAML reader, and an unknown alias, come without a
+		// line from the parser: the line is found.
+		{"unknown alias", replace(`    h1: {kind: nic}`, `    h1: *nope`),
+			`t.yaml:5: unknown anchor 'nope' referenced`},
+		{"not UTF-8", replace(`name: t1`, "name: t\xff1"),
+			`t.yaml:1: invalid leading UTF-8 octet`},
+		{"control character", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\x01"),
+			`t.yaml:21: control characters are not allowed`},
+		// A complex key reached viper, which failed with a Go dump of it
+		// ("invalid map key: []interface {}{...}") and no line.
+		{"complex key", replace(`    h2: {kind: nic}`, "    ? [a, b]\n    : {kind: nic}"),
+			`t.yaml:7: topology.nodes: a key is a name: not a list, a mapping or an alias (did a "? " or a "*" slip in?)`},
 		// A non-ASCII name is refused with the character as written, not
 		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
 		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),
