@@ -83,6 +83,13 @@ func (d *decoder) read(data []byte) (map[string]any, bool) {
 		d.errorf("", "the file is empty")
 		return nil, false
 	}
+	// Unmarshal reads the first document only: a second one (after
+	// "---", two lab files pasted into one) would be ignored unread.
+	if line := secondDocument(data); line > 0 {
+		d.errs = append(d.errs, &FieldError{File: d.file, Line: line,
+			Msg: "a second YAML document starts here: a lab file holds one lab (split the file, or remove the \"---\")"})
+		return nil, false
+	}
 	if root := doc.Content[0]; root.Kind != yaml.MappingNode {
 		d.errs = append(d.errs, &FieldError{File: d.file, Line: root.Line, Msg: "a lab file is a YAML mapping (name:, topology:, ...)"})
 		return nil, false
@@ -133,6 +140,32 @@ func (d *decoder) read(data []byte) (map[string]any, bool) {
 		return nil, false
 	}
 	return settings, true
+}
+
+// secondDocument is the line where a second YAML document with content
+// starts, or 0. An empty one (a trailing "---") is harmless.
+func secondDocument(data []byte) int {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var first, second yaml.Node
+	if dec.Decode(&first) != nil {
+		return 0
+	}
+	if err := dec.Decode(&second); err != nil || len(second.Content) == 0 {
+		return 0
+	}
+	if c := second.Content[0]; c.Kind == yaml.ScalarNode && c.Tag == "!!null" && c.Value == "" {
+		return 0 // "---" and nothing after it
+	}
+	line := second.Content[0].Line
+	// The document starts at its "---" marker, the line before its
+	// content when the marker stands alone.
+	lines := bytes.Split(data, []byte("\n"))
+	for l := line; l >= 1 && l <= len(lines); l-- {
+		if bytes.HasPrefix(bytes.TrimRight(lines[l-1], "\r"), []byte("---")) {
+			return l
+		}
+	}
+	return line
 }
 
 // checkFoldedKeys reports mapping keys that differ only in case: viper would

@@ -255,6 +255,10 @@ func TestParseErrors(t *testing.T) {
 		// ("invalid map key: []interface {}{...}") and no line.
 		{"complex key", replace(`    h2: {kind: nic}`, "    ? [a, b]\n    : {kind: nic}"),
 			`t.yaml:7: topology.nodes: a key is a name: not a list, a mapping or an alias (did a "? " or a "*" slip in?)`},
+		// yaml.Unmarshal reads the first document: a second lab pasted
+		// after "---" was ignored without a word.
+		{"second document", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\n---\nname: t2"),
+			`t.yaml:22: a second YAML document starts here: a lab file holds one lab (split the file, or remove the "---")`},
 		// A non-ASCII name is refused with the character as written, not
 		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
 		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),
@@ -500,5 +504,15 @@ func TestLongDelayWarned(t *testing.T) {
 	}
 	if all := strings.Join(ws, "\n"); !strings.Contains(all, "t.yaml:3: topology.defaults.delay: delay 3600s: more than a second") {
 		t.Errorf("warnings:\n%s", all)
+	}
+}
+
+// TestOneDocumentMarkers: "---" before the lab, and an empty document
+// after it, are not a second lab.
+func TestOneDocumentMarkers(t *testing.T) {
+	for _, y := range []string{"---\n" + base, base + "---\n", base + "---\n# end\n...\n"} {
+		if _, err := Parse("t.yaml", []byte(y)); err != nil {
+			t.Errorf("%q...: %v", y[:10], err)
+		}
 	}
 }
