@@ -259,6 +259,10 @@ func TestParseErrors(t *testing.T) {
 		// after "---" was ignored without a word.
 		{"second document", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\n---\nname: t2"),
 			`t.yaml:22: a second YAML document starts here: a lab file holds one lab (split the file, or remove the "---")`},
+		// A refused xoff is one error: not also "xon ... need xoff" at the
+		// profile, a line earlier, as if xoff were missing.
+		{"negative xoff", replace(`xoff: 40KiB}`, `xoff: -5}`),
+			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.xoff: "-5": must not be negative`},
 		// A non-ASCII name is refused with the character as written, not
 		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
 		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),

@@ -217,15 +217,21 @@ func (d *decoder) bufferProfiles(path string, v any) map[string]*BufferProfile {
 		default:
 			d.errorf(e.path, "missing key \"dynamic_th\" (or static_th)")
 		}
+		xoffRefused := false
 		for _, f := range []struct {
 			key string
 			dst *uint64
 		}{{"xon", &bp.Xon}, {"xoff", &bp.Xoff}, {"xon_offset", &bp.XonOffset}} {
 			if v, p, ok := pm.get(f.key); ok {
-				*f.dst, _ = d.size(p, v)
+				var good bool
+				*f.dst, good = d.size(p, v)
+				xoffRefused = xoffRefused || f.key == "xoff" && !good
 			}
 		}
-		if (bp.Xon > 0 || bp.XonOffset > 0) && bp.Xoff == 0 {
+		// Not when xoff was written and refused (negative, too large): it
+		// has its own error, and this one would send the user looking for
+		// a key that is there.
+		if (bp.Xon > 0 || bp.XonOffset > 0) && bp.Xoff == 0 && !xoffRefused {
 			d.errorf(e.path, "xon and xon_offset need xoff (a lossless profile reserves xoff bytes of headroom)")
 		}
 		pm.done(profileKeys...)
