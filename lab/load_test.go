@@ -263,6 +263,12 @@ func TestParseErrors(t *testing.T) {
 		// profile, a line earlier, as if xoff were missing.
 		{"negative xoff", replace(`xoff: 40KiB}`, `xoff: -5}`),
 			`t.yaml:16: qos.BUFFER_PROFILE.pg_lossless.xoff: "-5": must not be negative`},
+		// YAML's .nan and .inf were "out of range [-1.797e+308, 1.797e+308]"
+		// for a knob that takes any number.
+		{"NaN knob", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\ndcqcn: {rp_ai_rate: .nan}"),
+			`t.yaml:22: dcqcn.rp_ai_rate: expected a finite number, got NaN`},
+		{"infinite knob", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\ndcqcn: {rp_hai_rate: -.inf}"),
+			`t.yaml:22: dcqcn.rp_hai_rate: expected a finite number, got -Inf`},
 		// A non-ASCII name is refused with the character as written, not
 		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
 		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),

@@ -312,7 +312,12 @@ func (d *decoder) number(path string, v any, lo, hi float64) (float64, bool) {
 		d.errorf(path, "expected a number, got %s", describe(v))
 		return 0, false
 	}
-	if math.IsNaN(f) || f < lo || f > hi {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		// YAML's .nan and .inf: a range of ±1.8e308 would say nothing.
+		d.errorf(path, "expected a finite number, got %v", f)
+		return 0, false
+	}
+	if f < lo || f > hi {
 		d.errorf(path, "%v is out of range [%v, %v]", f, lo, hi)
 		return 0, false
 	}
