@@ -269,6 +269,10 @@ func TestParseErrors(t *testing.T) {
 			`t.yaml:22: dcqcn.rp_ai_rate: expected a finite number, got NaN`},
 		{"infinite knob", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\ndcqcn: {rp_hai_rate: -.inf}"),
 			`t.yaml:22: dcqcn.rp_hai_rate: expected a finite number, got -Inf`},
+		// An unknown distribution is one error; it came after "missing
+		// key size for dist fixed", a distribution the user did not write.
+		{"unknown size dist", replace(`size: 64KiB, priority: 3}`, `size: {dist: normal, mean: 1KiB}, priority: 3}`),
+			`t.yaml:20: traffic[0].size.dist: "normal" is not one of fixed, uniform, exponential, cdf`},
 		// A non-ASCII name is refused with the character as written, not
 		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
 		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),

@@ -392,12 +392,25 @@ func (d *decoder) messageSize(path string, v any) MessageSize {
 	}
 	m := d.mapping(path, v)
 	ms := MessageSize{Dist: DistFixed}
+	distOK := false
 	if v, p, ok := m.get("dist"); ok {
 		if x, ok := d.enum(p, v, string(DistFixed), string(DistUniform), string(DistExponential), string(DistCDF)); ok {
 			ms.Dist = SizeDist(x)
+			distOK = true
 		}
 	} else {
 		d.errorf(path, "missing key \"dist\" (fixed, uniform, exponential or cdf)")
+	}
+	if !distOK {
+		// Without a distribution there is nothing to check the other
+		// keys against: {dist: normal, mean: 1KiB} is one mistake, not
+		// also a missing "size" of dist fixed and an unknown "mean".
+		known := []string{"dist", "size", "min", "max", "mean", "points"}
+		for _, k := range known {
+			m.get(k) // marks it read
+		}
+		m.done(known...)
+		return ms
 	}
 	need := func(key string, dst *uint64) {
 		if v, p, ok := m.get(key); ok {
