@@ -292,6 +292,14 @@ func (d *decoder) node(s *Spec, e entry) (*Node, []string, nodeQoSSrc) {
 			a, err := netip.ParseAddr(str)
 			if err != nil || !a.Is4() || a.IsUnspecified() || a.IsMulticast() {
 				d.errorf(p, "%q is not a unicast IPv4 address", str)
+			} else if a.IsLoopback() {
+				d.errorf(p, "%s is a loopback address: in every namespace it is lo's, so no other host can reach it", str)
+			} else if a.As4()[3] == 255 {
+				// up puts each host on a /24 (HostPrefixLen): .255 is
+				// its subnet's broadcast, which the hosts' kernels do
+				// not treat as a host (ping: "Do you want to ping
+				// broadcast?").
+				d.errorf(p, "%s is the broadcast address of its /%d (a lab's hosts are on /%d subnets): give the host another", str, HostPrefixLen, HostPrefixLen)
 			} else {
 				n.IPv4 = a.As4()
 			}
@@ -667,6 +675,17 @@ func (d *decoder) schedule(path string, v any) []LinkEvent {
 	return out
 }
 
+// defaultIPv4 is the address of the nic-th NIC (1-based): 10.0.0.1 to
+// 10.0.0.254, then 10.0.1.1 and on, 254 to each /24. The host byte skips 0
+// and 255: up puts hosts on /24 subnets (HostPrefixLen), where .255 is the
+// broadcast address that no host answers as its own, so numbering through
+// it left the 255th NIC out of reach of every other host's kernel.
+func defaultIPv4(nic int) [4]byte {
+	k := nic - 1
+	sub := k / 254
+	return [4]byte{10, byte(sub >> 8), byte(sub), byte(k%254 + 1)}
+}
+
 // assignAddresses gives every node without an explicit MAC, IPv4 (NICs) or
 // LID a default derived from its index, and reports duplicates.
 func (d *decoder) assignAddresses(s *Spec) {
@@ -682,7 +701,7 @@ func (d *decoder) assignAddresses(s *Spec) {
 		if n.Kind == KindNIC {
 			nic++
 			if n.IPv4 == ([4]byte{}) {
-				n.IPv4 = [4]byte{10, byte(nic >> 16), byte(nic >> 8), byte(nic)}
+				n.IPv4 = defaultIPv4(nic)
 			}
 		}
 		if n.LID == 0 {

@@ -273,6 +273,12 @@ func TestParseErrors(t *testing.T) {
 		// key size for dist fixed", a distribution the user did not write.
 		{"unknown size dist", replace(`size: 64KiB, priority: 3}`, `size: {dist: normal, mean: 1KiB}, priority: 3}`),
 			`t.yaml:20: traffic[0].size.dist: "normal" is not one of fixed, uniform, exponential, cdf`},
+		// Addresses a host on its /24 cannot be reached at: they came up
+		// and then no other host's kernel could reach them.
+		{"loopback ipv4", replace(`    h1: {kind: nic}`, `    h1: {kind: nic, ipv4: 127.0.0.1}`),
+			`t.yaml:5: topology.nodes.h1.ipv4: 127.0.0.1 is a loopback address: in every namespace it is lo's, so no other host can reach it`},
+		{"broadcast ipv4", replace(`    h1: {kind: nic}`, `    h1: {kind: nic, ipv4: 10.0.0.255}`),
+			`t.yaml:5: topology.nodes.h1.ipv4: 10.0.0.255 is the broadcast address of its /24 (a lab's hosts are on /24 subnets): give the host another`},
 		// A non-ASCII name is refused with the character as written, not
 		// the first byte of its UTF-8 sequence read as Latin-1 ('Ã').
 		{"non-ASCII name", replace(`name: t1`, `name: lab-é`),
@@ -527,6 +533,38 @@ func TestOneDocumentMarkers(t *testing.T) {
 	for _, y := range []string{"---\n" + base, base + "---\n", base + "---\n# end\n...\n"} {
 		if _, err := Parse("t.yaml", []byte(y)); err != nil {
 			t.Errorf("%q...: %v", y[:10], err)
+		}
+	}
+}
+
+// TestDefaultIPv4SkipsBroadcast: the 255th NIC got 10.0.0.255, its /24's
+// broadcast address, and the 256th 10.0.1.0.
+func TestDefaultIPv4SkipsBroadcast(t *testing.T) {
+	for _, c := range []struct {
+		nic  int
+		want [4]byte
+	}{{1, [4]byte{10, 0, 0, 1}}, {254, [4]byte{10, 0, 0, 254}}, {255, [4]byte{10, 0, 1, 1}},
+		{508, [4]byte{10, 0, 1, 254}}, {509, [4]byte{10, 0, 2, 1}}, {254*256 + 1, [4]byte{10, 1, 0, 1}}} {
+		if got := defaultIPv4(c.nic); got != c.want {
+			t.Errorf("defaultIPv4(%d) = %v, want %v", c.nic, got, c.want)
+		}
+	}
+	var y strings.Builder
+	y.WriteString("name: big\ntopology:\n  nodes:\n    sw1: {kind: switch}\n")
+	for i := 1; i <= 300; i++ {
+		fmt.Fprintf(&y, "    h%d: {kind: nic}\n", i)
+	}
+	y.WriteString("  links:\n")
+	for i := 1; i <= 300; i++ {
+		fmt.Fprintf(&y, "    - endpoints: [\"h%d:eth0\", \"sw1:p%d\"]\n", i, i)
+	}
+	s, err := Parse("big.yaml", []byte(y.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range s.NICs() {
+		if n.IPv4[3] == 255 || n.IPv4[3] == 0 {
+			t.Errorf("%s got %v", n.Name, n.IPv4)
 		}
 	}
 }
