@@ -126,7 +126,7 @@ func CreateTAP(cfg TAPConfig) (*TAP, error) {
 		}
 		ifr.SetUint16(unix.IFF_TAP | unix.IFF_NO_PI | unix.IFF_VNET_HDR)
 		if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
-			return fmt.Errorf("rt: TUNSETIFF %s: %w", cfg.Name, err)
+			return tunsetiffError(cfg.Name, err)
 		}
 		name = ifr.Name()
 		return nil
@@ -163,6 +163,23 @@ func CreateTAP(cfg TAPConfig) (*TAP, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// tunsetiffError says what a refused TUNSETIFF means for a name the user
+// chose: the kernel (drivers/net/tun.c, tun_set_iff) answers EBUSY when a
+// TAP of that name is already held open by another process (a daemon still
+// running), EINVAL when an interface of that name exists and is not a TAP,
+// and EPERM when a persistent TAP of that name belongs to another user.
+func tunsetiffError(name string, err error) error {
+	switch {
+	case errors.Is(err, unix.EBUSY):
+		return fmt.Errorf("rt: TAP %s: an interface of that name exists and another process holds it open (a daemon still running?): %w", name, err)
+	case errors.Is(err, unix.EINVAL):
+		return fmt.Errorf("rt: TAP %s: an interface of that name exists and is not a TAP: %w", name, err)
+	case errors.Is(err, unix.EPERM):
+		return fmt.Errorf("rt: TAP %s: not permitted (creating a TAP needs CAP_NET_ADMIN; a persistent TAP of that name may belong to another user): %w", name, err)
+	}
+	return fmt.Errorf("rt: TUNSETIFF %s: %w", name, err)
 }
 
 // configureTAPfd sets the vnet header size and the offloads the kernel may

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -398,4 +399,22 @@ func BenchmarkTAPWrite(b *testing.B) {
 		sent += n
 	}
 	b.ReportMetric(float64(sent)/time.Since(start).Seconds(), "frames/s")
+}
+
+// TestTAPNameTaken: a second TAP of a name another holder has open is
+// refused with a message that says so, not the bare ioctl's "device or
+// resource busy"; and a name taken by an interface that is no TAP says that.
+func TestTAPNameTaken(t *testing.T) {
+	tap, ns, nl := testTAP(t, TAPConfig{Name: "emut-taken"})
+	_, err := CreateTAP(TAPConfig{Name: tap.Name(), NetNS: ns})
+	if err == nil || !strings.Contains(err.Error(), "another process holds it open") {
+		t.Errorf("second TAP of the same name: %v, want it said the name is held open", err)
+	}
+	if err := nl.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "emut-br"}}); err != nil {
+		t.Skipf("cannot add a bridge: %v", err)
+	}
+	_, err = CreateTAP(TAPConfig{Name: "emut-br", NetNS: ns})
+	if err == nil || !strings.Contains(err.Error(), "is not a TAP") {
+		t.Errorf("TAP named as a bridge: %v, want it said the name is not a TAP", err)
+	}
 }
