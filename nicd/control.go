@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/emufabric/emufabric/internal/ctlline"
+	"github.com/emufabric/emufabric/internal/ctlsock"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,7 +47,7 @@ func listenControl(d *Daemon, path string) (*controlServer, error) {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
-		return nil, fmt.Errorf("--control %s: %w", path, err)
+		return nil, fmt.Errorf("--control %s: %w", path, ctlsock.BindError(path, err))
 	}
 	if err := os.Chmod(path, 0o600); err != nil {
 		ln.Close()
@@ -275,7 +276,7 @@ func removeStaleSocket(path, network string) error {
 	c, err := net.DialTimeout(network, path, time.Second)
 	if err == nil {
 		c.Close()
-		return fmt.Errorf("a live daemon listens on %s", path)
+		return ctlsock.LiveError(path)
 	}
 	if !errors.Is(err, syscall.ECONNREFUSED) {
 		return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/emufabric/emufabric/clock"
 	"github.com/emufabric/emufabric/internal/ctlline"
+	"github.com/emufabric/emufabric/internal/ctlsock"
 	"github.com/emufabric/emufabric/lab"
 	"github.com/emufabric/emufabric/mad"
 	"github.com/emufabric/emufabric/sim"
@@ -151,6 +152,9 @@ type PortStatus struct {
 
 // listenControl creates the control socket, mode 0600.
 func (d *Daemon) listenControl() error {
+	if ctlsock.Live(d.opts.Control) {
+		return fmt.Errorf("--control %s: %w", d.opts.Control, ctlsock.LiveError(d.opts.Control))
+	}
 	removeStaleSocket(d.opts.Control)
 	// Created with no permissions for others from the start (a chmod
 	// after bind leaves a moment at the umask's mode), then exactly 0600.
@@ -158,7 +162,7 @@ func (d *Daemon) listenControl() error {
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: d.opts.Control, Net: "unix"})
 	unix.Umask(old)
 	if err != nil {
-		return fmt.Errorf("--control %s: %w", d.opts.Control, err)
+		return fmt.Errorf("--control %s: %w", d.opts.Control, ctlsock.BindError(d.opts.Control, err))
 	}
 	// Counters, link changes and captures of the lab: the owner only.
 	if err := os.Chmod(d.opts.Control, 0o600); err != nil {

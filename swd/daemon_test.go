@@ -970,3 +970,22 @@ func captureComments(t *testing.T, b *bytes.Buffer) []string {
 	}
 	return got
 }
+
+// TestControlPathInUseOrMissing: a second switch given the control socket
+// a live one serves is refused with that said (the live socket stays), and
+// a control path in a directory that does not exist names the directory.
+func TestControlPathInUseOrMissing(t *testing.T) {
+	td := startTestDaemon(t, false)
+	var logBuf bytes.Buffer
+	_, err := New(Options{Lab: testLab, Node: "sw1", Control: td.ctl}, &logBuf)
+	if err == nil || !strings.Contains(err.Error(), "a live daemon listens on "+td.ctl) {
+		t.Errorf("second daemon on a live control socket: %v", err)
+	}
+	var st StatusResponse
+	td.call(t, Request{Op: "status"}, &st) // the first still answers
+	missing := filepath.Join(t.TempDir(), "nodir", "ctl.sock")
+	_, err = New(Options{Lab: testLab, Node: "sw1", Control: missing}, &logBuf)
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("control socket in a missing directory: %v", err)
+	}
+}
