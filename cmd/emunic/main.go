@@ -49,7 +49,9 @@ its link and serves a control socket for counters, QoS and the RDMA engine.
 Usage:
   emunic --lab FILE --node NAME --tap IFNAME@NETNS --port URI --control PATH [flags]
 
---lab, --node, --tap, --port and --control are required. Port URIs:
+--lab, --node and --port are required. Without --tap the host has no interface
+(only the RDMA engine sends and receives); without --control there is no
+socket for counters, QoS and the engine. Port URIs:
   seqpacket-dial:PATH, shm-dial:PATH   the switch port's socket (or -listen:PATH)
   udp:LOCAL:PORT,REMOTE:PORT           a UDP link to a switch (addresses or host names)
 It prints "ready" when the TAP and the port are up; SIGTERM or SIGINT ends it.

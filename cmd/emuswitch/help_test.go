@@ -25,3 +25,37 @@ func TestHelp(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageRequiredIsRequired: the flags the usage calls required are the
+// ones run refuses to go without, and no others: the usage once listed
+// flags the daemon ran without.
+func TestUsageRequiredIsRequired(t *testing.T) {
+	var out bytes.Buffer
+	_ = run([]string{"-h"}, &out)
+	usage := out.String()
+	i := strings.Index(usage, " are required")
+	if i < 0 {
+		t.Fatalf("usage names no required flags:\n%s", usage)
+	}
+	line := usage[strings.LastIndex(usage[:i], "\n")+1 : i]
+	named := strings.FieldsFunc(strings.ReplaceAll(line, " and ", ","), func(r rune) bool { return r == ',' || r == ' ' })
+	var required []string
+	for _, f := range allFlags {
+		args := []string{}
+		for _, g := range allFlags {
+			if g[0] != f[0] {
+				args = append(args, g...)
+			}
+		}
+		if err := run(args, &bytes.Buffer{}); err != nil && strings.Contains(err.Error(), f[0]+" is required") {
+			required = append(required, f[0])
+		}
+	}
+	if strings.Join(named, " ") != strings.Join(required, " ") {
+		t.Errorf("usage says %q are required; run requires %q", named, required)
+	}
+}
+
+// allFlags are flags for a run that fails after the check of required
+// flags (the lab file does not exist), in the usage's order.
+var allFlags = [][]string{{"--lab", "/nonexistent/lab.yaml"}, {"--node", "sw1"}, {"--control", "/nonexistent/ctl.sock"}, {"--port", "p1=udp:127.0.0.1:1,127.0.0.1:2"}}

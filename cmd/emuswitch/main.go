@@ -83,7 +83,9 @@ per switch node; run it by hand to put a switch between TAPs, as vde_switch -t).
 Usage:
   emuswitch --lab FILE --node NAME --port PORTNAME=URI... --control PATH [flags]
 
---lab, --node, --control and at least one --port are required. Port URIs:
+--lab, --node and --control are required. Each --port binds one port of the
+switch; a port given none stays unconnected (emulab up starts a switch with
+no link so). Port URIs:
   tap:IFNAME@NETNS            a TAP created in the existing namespace NETNS for a host
                               or VM; it lives as long as the daemon (addresses set on
                               it go with it)
