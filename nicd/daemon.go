@@ -90,6 +90,7 @@ type Daemon struct {
 
 	// Loop goroutine only.
 	linkPort *rt.Port
+	attaches int // links attached so far: after the first, a peer came back
 	gate     *txGate
 	// The lab's subnet manager when it runs here (sm.go).
 	smr       *sm.Runner

@@ -182,6 +182,11 @@ func (d *Daemon) attachLink(link rt.Link) error {
 	d.nic.Attach(d.gate)
 	d.gate.setUp(true)
 	d.setLink(LinkUp, nil)
+	// "peer gone, redialling" (or "listening again") was logged when the
+	// link went: say when it is back, as emuswitch says "peer connected".
+	if d.attaches++; d.attaches > 1 {
+		d.log.Printf("port %s: peer connected again on %s: link up", d.cfg.Port, d.uri)
+	}
 	d.startSM()
 	go func() {
 		<-p.Done()

@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -936,9 +938,12 @@ func TestReconnect(t *testing.T) {
 	spec := testLab(t, "")
 	dir := t.TempDir()
 	link := filepath.Join(dir, "link.sock")
+	var logMu sync.Mutex
+	var logBuf bytes.Buffer
 	start := func(node, uri string) *Daemon {
 		t.Helper()
-		d, err := Start(Options{Spec: spec, Node: node, Port: uri + link, Control: filepath.Join(dir, node+".sock")})
+		lw := log.New(lockedWriter{&logMu, &logBuf}, node+": ", 0)
+		d, err := Start(Options{Spec: spec, Node: node, Port: uri + link, Control: filepath.Join(dir, node+".sock"), Log: lw})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1017,6 +1022,26 @@ func TestReconnect(t *testing.T) {
 		t.Errorf("h2 link_rx_frames: %d before the redial, %d after a write over the new link", before["link_rx_frames"], now["link_rx_frames"])
 	}
 	h2.Close()
+	// Each side logged its link's return, not only its loss.
+	logMu.Lock()
+	defer logMu.Unlock()
+	for _, want := range []string{"h1: port eth0: peer connected again on seqpacket-listen:", "h2: port eth0: peer connected again on seqpacket-dial:"} {
+		if !strings.Contains(logBuf.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logBuf.String())
+		}
+	}
+}
+
+// lockedWriter serializes writes of daemons that log to one buffer.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // TestStaleSockets: socket files left by a daemon killed with SIGKILL are
