@@ -78,3 +78,35 @@ func TestNICLinkDown(t *testing.T) {
 		t.Errorf("down at the switch: got %v, want %s", err, want)
 	}
 }
+
+// TestHeldHint: a run that `emulab down` cuts off reads the lab's state
+// while down still holds it, its daemons already killed. The hint must not
+// call them crashed and send the user to run down and up again; it says
+// the lab was held, as down holds it, and how to see whether it is there.
+func TestHeldHint(t *testing.T) {
+	dead := []lab.ProcStatus{{Name: "emuswitch-spine1", Pid: 10}, {Name: "emunic-h1", Pid: 11}}
+	procs, held := procsForHint(&lab.LabStatus{Name: "lab1", Locked: true, Procs: dead})
+	if !held || procs != nil {
+		t.Fatalf("a lab another controller holds: procs %v held %v, want none and held", procs, held)
+	}
+	procs, held = procsForHint(&lab.LabStatus{Name: "lab1", Procs: dead})
+	if held || len(procs) != 2 {
+		t.Fatalf("a lab nobody holds: procs %v held %v, want its daemons", procs, held)
+	}
+	runErr := errors.New("write_bw 65536 bytes: QP 0: EOF")
+	got := heldHint(runErr, "/s", "lab1")
+	if !errors.Is(got, runErr) {
+		t.Errorf("the hint must wrap the run's error: %v", got)
+	}
+	for _, want := range []string{"another emulab held lab lab1", "emulab down", "emulab status --state-dir /s lab1"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("%q does not say %q", got, want)
+		}
+	}
+	if strings.Contains(got.Error(), "crashed") || strings.Contains(got.Error(), "up again") {
+		t.Errorf("a lab going down is not a crash: %q", got)
+	}
+	if heldHint(nil, "/s", "lab1") != nil {
+		t.Error("no error: a hint")
+	}
+}

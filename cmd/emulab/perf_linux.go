@@ -240,11 +240,15 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	// A link that is down before the run is often a dead or stopped
 	// switch: the hint names it.
 	status, err := nicStatus(src, plan.stateDir)
-	if err != nil {
-		return daemonsHint(err, labProcs(plan.stateDir, src.Lab), lab.DownCommand(plan.stateDir, src.Lab))
+	if err == nil {
+		_, err = nicStatus(dst, plan.stateDir)
 	}
-	if _, err := nicStatus(dst, plan.stateDir); err != nil {
-		return daemonsHint(err, labProcs(plan.stateDir, src.Lab), lab.DownCommand(plan.stateDir, src.Lab))
+	if err != nil {
+		procs, held := labProcs(plan.stateDir, src.Lab)
+		if held {
+			return heldHint(err, plan.stateDir, src.Lab)
+		}
+		return daemonsHint(err, procs, lab.DownCommand(plan.stateDir, src.Lab))
 	}
 	if err := plan.checkFabric(status.LID != 0); err != nil {
 		return err
@@ -353,8 +357,9 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 	// waits on them: reading the loop counters waits opsTimeout on each
 	// stopped daemon, by when it may have been continued and go unnamed.
 	var procs []lab.ProcStatus
+	held := false
 	if runErr != nil {
-		procs = labProcs(plan.stateDir, src.Lab)
+		procs, held = labProcs(plan.stateDir, src.Lab)
 	}
 	// A stopped or dead daemon's loop "lag" is the stop or the kill, not
 	// the machine's CPU: the warning would blame the wrong thing.
@@ -368,17 +373,42 @@ func runPerfPlan(out io.Writer, plan *perfPlan, src, dst lab.NICHost) error {
 			return err
 		}
 	}
+	if held {
+		return heldHint(retryHint(runErr, plan), plan.stateDir, src.Lab)
+	}
 	return daemonsHint(goneHint(retryHint(runErr, plan), plan.stateDir, src.Lab), procs, lab.DownCommand(plan.stateDir, src.Lab))
 }
 
 // labProcs is the lab's daemons as they are now (nil if its state cannot
-// be read: the lab was taken down).
-func labProcs(root, labName string) []lab.ProcStatus {
+// be read: the lab was taken down), and whether another controller holds
+// the lab (procsForHint).
+func labProcs(root, labName string) ([]lab.ProcStatus, bool) {
 	st, err := lab.ReadStatus(root, labName)
 	if err != nil {
+		return nil, false
+	}
+	return procsForHint(st)
+}
+
+// procsForHint is the daemons a failed run's hint may judge. A lab that
+// another controller holds is most likely being taken down: `emulab down`
+// holds the lab's lock while it stops the daemons, and a run it cuts off
+// reads the state before down has removed it. Its daemons are then dead by
+// down's hand, and "killed or crashed: down and up again" would send the
+// user who just ran down to run it again; held says so instead.
+func procsForHint(st *lab.LabStatus) (procs []lab.ProcStatus, held bool) {
+	if st.Locked {
+		return nil, true
+	}
+	return st.Procs, false
+}
+
+// heldHint explains a run that failed while another emulab held its lab.
+func heldHint(err error, root, labName string) error {
+	if err == nil {
 		return nil
 	}
-	return st.Procs
+	return fmt.Errorf("%w\n(another emulab held lab %s as the run failed, as `emulab down` does while it stops the daemons: the run ended as the lab went down; `%s` says whether it is still there)", err, labName, lab.StatusCommand(root, labName))
 }
 
 // anyStoppedOrDead reports whether a daemon of the lab is stopped or dead:
