@@ -97,7 +97,12 @@ func checkFile(stdout, stderr io.Writer, file string, mode lab.HostMode) bool {
 	fmt.Fprintf(stdout, "  up --hosts %s: %s (%s), %s\n", c.Mode, plural(len(c.Namespaces), "namespace", "namespaces"),
 		nsRange(c.Namespaces), strings.Join(daemons, ", "))
 	if len(c.NoFlood) > 0 {
-		fmt.Fprintf(stdout, "  not flooding (outside the spanning tree): %s\n", strings.Join(c.NoFlood, " "))
+		const head = "  not flooding (outside the spanning tree): "
+		lines := wrapWords(portRuns(c.NoFlood), 100-len(head))
+		fmt.Fprintf(stdout, "%s%s\n", head, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(stdout, "%*s%s\n", len(head), "", l)
+		}
 	}
 	if spec.TimeDilation > 1 {
 		fmt.Fprintf(stdout, "  time_dilation %d: the daemons run the fabric %d times slower than the wall clock\n", spec.TimeDilation, spec.TimeDilation)

@@ -26,7 +26,7 @@ func TestCheck(t *testing.T) {
 	}
 	for _, want := range []string{"lab leaf-spine, RoCE fabric: 6 switches, 16 hosts, 24 links, 16 flows",
 		"up --hosts nic: 22 namespaces (emu-leaf-spine-spine1 emu-leaf-spine-spine2 ... emu-leaf-spine-h16), 6 emuswitch, 16 emunic",
-		"not flooding (outside the spanning tree): spine2:p2"} {
+		"not flooding (outside the spanning tree): spine2:p2-p4 leaf2:p6 leaf3:p6 leaf4:p6\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
