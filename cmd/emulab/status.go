@@ -201,6 +201,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 	tw.Flush()
 
 	var unreachable, routing []string
+	var around routedAround
 	if st.Info != nil {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  PORT\tPEER\tLINK\tWIRE\tTRANSPORT")
@@ -218,9 +219,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 				continue
 			}
 			// Link-state routing (RoCE), said after the table.
-			if len(view.RoutedAround) > 0 {
-				routing = append(routing, fmt.Sprintf("  %s routes around: %s", n.Name, strings.Join(view.RoutedAround, " ")))
-			}
+			around.add(n.Name, view.RoutedAround)
 			if len(view.Mismatched) > 0 {
 				routing = append(routing, fmt.Sprintf("  %s: the lab files of %s describe another fabric: routes may disagree", n.Name, strings.Join(view.Mismatched, ", ")))
 			}
@@ -238,6 +237,7 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 			}
 		}
 		tw.Flush()
+		routing = append(around.lines(), routing...)
 		for _, r := range routing {
 			fmt.Fprintln(w, r)
 		}
