@@ -213,6 +213,12 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 				unreachable = append(unreachable, line)
 				continue
 			}
+			if p, ok := alive[n.Namespace]; ok && !p.Alive {
+				// Asking it would only say its socket refuses, and
+				// tell the reader to run the status they are reading.
+				unreachable = append(unreachable, deadNodeLine(n, p))
+				continue
+			}
 			view, err := lab.QueryDaemonView(n.Control, statusControlTimeout)
 			if err != nil {
 				unreachable = append(unreachable, fmt.Sprintf("  %s: no answer from its control socket: %v", n.Name, err))
@@ -278,4 +284,15 @@ func writeStatus(w io.Writer, st *lab.LabStatus) bool {
 		fmt.Fprintf(w, "  sockets: %d recorded, %d present\n", len(st.Sockets), present)
 	}
 	return st.Info != nil && dead == 0 && len(unreachable) == 0
+}
+
+// deadNodeLine is what status says of a node whose daemon is dead, in
+// place of asking its control socket: which daemon, that its ports are not
+// listed, and its log, which holds the last it said (a panic, an error).
+func deadNodeLine(n lab.NodeInfo, p lab.ProcStatus) string {
+	s := fmt.Sprintf("  %s: %s (pid %d) is dead: its ports are not listed, and its links are down", n.Name, p.Name, p.Pid)
+	if n.Log != "" {
+		s += "; its log: " + n.Log
+	}
+	return s
 }

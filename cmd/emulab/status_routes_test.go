@@ -3,6 +3,8 @@ package main
 import (
 	"reflect"
 	"testing"
+
+	"github.com/emufabric/emufabric/lab"
 )
 
 // TestRoutedAroundLines: switches that agree on the links they route
@@ -28,5 +30,16 @@ func TestRoutedAroundLines(t *testing.T) {
 	none.add("sw1", nil)
 	if got := none.lines(); len(got) != 0 {
 		t.Errorf("nothing routed around: %q", got)
+	}
+}
+
+// TestDeadNodeLine: status says of a dead daemon which it is and where its
+// log is, rather than that its socket refuses (and that status, the
+// command being read, shows which is dead).
+func TestDeadNodeLine(t *testing.T) {
+	got := deadNodeLine(lab.NodeInfo{Name: "leaf1", Log: "/s/l/log/leaf1.log"}, lab.ProcStatus{Name: "emuswitch-leaf1", Pid: 42})
+	want := "  leaf1: emuswitch-leaf1 (pid 42) is dead: its ports are not listed, and its links are down; its log: /s/l/log/leaf1.log"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
