@@ -60,6 +60,11 @@ The file is checked as up and sim check it before it is written.`,
 				return &exitError{code: exitBadLabFile, err: fmt.Errorf("--mtu %d: a link's MTU is positive (RoCE 576..9216)", mtu)}
 			}
 			t.Defaults = lab.LinkOpts{Rate: rate, Delay: delay, MTU: mtu}
+			// The file's other patterns (one, fanout) take one source
+			// or destination, which a flag over every host cannot be.
+			if p := traffic.Pattern; p != "" && !slices.Contains(topoPatterns, p) {
+				return &exitError{code: exitBadLabFile, err: fmt.Errorf("--traffic %q: one of %s", p, strings.Join(topoPatterns, ", "))}
+			}
 			t.Traffic = traffic
 			t.Traffic.Priority = &priority
 			// Without the flag the file leaves pfc_enable to the switches'
@@ -78,7 +83,7 @@ The file is checked as up and sim check it before it is written.`,
 				}
 			}
 			if _, err := t.Spec(); err != nil {
-				return &exitError{code: exitBadLabFile, err: fmt.Errorf("topology %s: %w", args[0], err)}
+				return &exitError{code: exitBadLabFile, err: fmt.Errorf("topology %s: %w", args[0], topoFlagErrors(err))}
 			}
 			if out == "" || out == "-" {
 				_, err = cmd.OutOrStdout().Write(t.YAML())

@@ -52,3 +52,35 @@ func TestTopoLosslessNone(t *testing.T) {
 		t.Errorf("--lossless none,3 was taken")
 	}
 }
+
+// TestTopoFlagErrors: a bad flag value is reported as the flag's, not at a
+// line of the file topo would have written (and did not: it does not
+// write a file with a problem); --traffic takes only the patterns it
+// writes over every host.
+func TestTopoFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rate", "100GB"}, `--rate: rate "100GB": rates are in bits per second`},
+		{[]string{"--delay", "5"}, `--delay: time "5": needs a unit`},
+		{[]string{"--mtu", "100"}, "--mtu: 100 is out of range"},
+		{[]string{"--name", "verylongname12345"}, `--name: name "verylongname12345" is 17 bytes long`},
+		{[]string{"--traffic", "incast", "--size", "64K"}, `--size: size "64K": ambiguous unit "K"`},
+		{[]string{"--traffic", "incast", "--priority", "9"}, "--priority: 9 is out of range"},
+		{[]string{"--traffic", "incst"}, `--traffic "incst": one of incast, pairs, all_to_all, random`},
+		{[]string{"--traffic", "fanout"}, `--traffic "fanout": one of incast, pairs, all_to_all, random`},
+	} {
+		_, _, err := runSubcommand(t, "topo", append([]string{"leafspine,2,2"}, c.args...)...)
+		if err == nil {
+			t.Errorf("%v: no error", c.args)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %q does not say %q", c.args, err, c.want)
+		}
+		if strings.Contains(err.Error(), ".yaml") {
+			t.Errorf("%v: names a file nobody wrote: %q", c.args, err)
+		}
+	}
+}
