@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -187,6 +188,11 @@ func daemonError(what string, n *lab.NodeInfo, root, labName string, err error) 
 		return fmt.Errorf("%s: %s's daemon does not answer on its control socket: %w", what, n.Name, err)
 	case errors.As(err, &oe) && oe.Op == "dial":
 		return fmt.Errorf("%s: %s's daemon does not answer on its control socket (is it running? `%s` says): %w", what, n.Name, lab.StatusCommand(root, labName), err)
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF):
+		// A daemon killed a moment ago can still take the connection
+		// (its listener closes as its last thread exits) and then
+		// reset it unanswered: the same dead daemon, not another fault.
+		return fmt.Errorf("%s: %s's daemon does not answer on its control socket (it closed the connection unanswered: killed, or exiting? `%s` says): %w", what, n.Name, lab.StatusCommand(root, labName), err)
 	}
 	return fmt.Errorf("%s: %s's daemon: %w", what, n.Name, err)
 }
