@@ -25,7 +25,12 @@ const buildAdvice = `Set UpOptions.BinDir to a directory that holds emuswitch an
 (go build -o DIR/ ` + modulePath + `/cmd/emuswitch ` + modulePath + `/cmd/emunic),
 or put them on PATH. In a module that requires ` + modulePath + `, a build that
 misses go.sum entries works after
-  go get -tool ` + modulePath + `/cmd/emuswitch ` + modulePath + `/cmd/emunic`
+  ` + goGetTool
+
+// goGetTool records in a user's module what BuildDaemons builds (the
+// daemons and emulab, whose command-line library the daemons do not
+// need): docs/testing.md gives the same line.
+const goGetTool = `go get -tool ` + modulePath + `/cmd/emuswitch ` + modulePath + `/cmd/emunic ` + emulabPackage
 
 // builds holds the result of each build of this process.
 var builds struct {
@@ -72,7 +77,9 @@ func BuildDaemons(t TB) string {
 	b := &builds.emulab
 	b.once.Do(func() { b.err = goBuild("", bin, emulabPackage) })
 	if b.err != nil {
-		t.Fatalf("%v", b.err)
+		// The daemons built, so go.sum has theirs: what it misses is
+		// emulab's own (its command-line library).
+		t.Fatalf("%v\nIn a module that requires %s, a build that misses go.sum entries works after\n  %s", b.err, modulePath, goGetTool)
 	}
 	return bin
 }

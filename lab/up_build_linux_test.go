@@ -91,3 +91,28 @@ func TestLab(t *testing.T) {
 		t.Fatalf("go test in a module that requires this one: %v\n%s", err, out)
 	}
 }
+
+// TestGoGetToolLine: the `go get -tool` line that docs/testing.md and
+// the build failures give records every package BuildDaemons builds; a
+// line without emulab leaves a user's BuildDaemons failing on go.sum
+// entries after they ran it.
+func TestGoGetToolLine(t *testing.T) {
+	doc, err := os.ReadFile("../docs/testing.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(doc), "\n") {
+		if strings.Contains(l, "go get -tool") {
+			line = strings.TrimSpace(l)
+		}
+	}
+	if line != goGetTool {
+		t.Errorf("docs/testing.md gives\n  %s\nthe build failures\n  %s", line, goGetTool)
+	}
+	for _, pkg := range append(append([]string(nil), daemonPackages...), emulabPackage) {
+		if !strings.Contains(goGetTool+" ", " "+pkg+" ") {
+			t.Errorf("%q does not record %s, which BuildDaemons builds", goGetTool, pkg)
+		}
+	}
+}
