@@ -40,11 +40,11 @@ var handedOut struct {
 var topNameRE = regexp.MustCompile(`(?m)^name:[ \t]*["']?([A-Za-z0-9_-]+)["']?[ \t]*(#.*)?$`)
 
 // LoadUnique loads the lab file at path under a name unique to this call
-// (the file's name, shortened to leave room, and a random suffix), from a
-// copy in the test process's directory (see Start): labs of tests that
-// run at the same time, in one process or several, never share a
-// namespace name. The copy keeps the file's base name, so errors still
-// name it.
+// (the lab's `name:`, not the file's, shortened to leave room, and a
+// random suffix), from a copy in the test process's directory (see
+// Start): labs of tests that run at the same time, in one process or
+// several, never share a namespace name. The copy keeps the file's base
+// name, so errors still name it.
 func LoadUnique(t TB, path string) *Spec {
 	t.Helper()
 	b, err := os.ReadFile(path)

@@ -2,15 +2,16 @@ package lab
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
 
-// TestUniqueNames: LoadUnique and Unique give a lab a name of the file's
-// (shortened to leave room) and a random base-36 suffix, within the name
-// length limit; no two calls of the process get the same name, and a
-// drawn name whose namespaces exist is drawn again.
+// TestUniqueNames: LoadUnique and Unique give a lab its `name:` (not
+// the file's name; shortened to leave room) and a random base-36 suffix,
+// within the name length limit; no two calls of the process get the
+// same name, and a drawn name whose namespaces exist is drawn again.
 func TestUniqueNames(t *testing.T) {
 	re := regexp.MustCompile(`^two-hosts-[0-9a-z]{5}$`)
 	seen := map[string]bool{}
@@ -26,6 +27,14 @@ func TestUniqueNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	other := filepath.Join(t.TempDir(), "other.yaml")
+	if err := os.WriteFile(other, src, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s := LoadUnique(t, other); !re.MatchString(s.Name) || filepath.Base(s.File) != "other.yaml" {
+		t.Errorf("LoadUnique of other.yaml (name: two-hosts): lab %q from %s", s.Name, s.File)
+	}
+
 	long := strings.Replace(string(src), "name: two-hosts", "name: abcdefghijklmno", 1)
 	spec, err := Parse("inline.yaml", []byte(long))
 	if err != nil {
