@@ -70,13 +70,18 @@ func Start(t TB, spec *Spec, opts ...UpOptions) *Lab {
 	if err := spec.checkUnedited(); err != nil {
 		t.Fatalf("lab.Start: %v", err)
 	}
+	// The sweep comes before the root check: a test process that is not
+	// root skips here, after LoadUnique made its directory, and the next
+	// one is the only sweeper of that user's test root (a root process
+	// sweeps only root's). Without root there are no labs to take down,
+	// only directories.
+	sweepOnce.Do(func() {
+		sweepTestRoot(func(format string, args ...any) { t.Logf("lab.Start: "+format, args...) })
+	})
 	SkipUnlessRoot(t)
 	if _, err := processDir(); err != nil {
 		t.Fatalf("lab.Start: %v", err)
 	}
-	sweepOnce.Do(func() {
-		sweepTestRoot(func(format string, args ...any) { t.Logf("lab.Start: "+format, args...) })
-	})
 	if opt.Hosts == "" {
 		// What the test asks for, or a clear failure: HostsAuto would
 		// quietly make plain TAP ports of the hosts when emunic is

@@ -131,6 +131,9 @@ var sweepOnce sync.Once
 // root: their labs (Down, as `emulab down` does) and their directories.
 // say reports each lab removed and each that could not be.
 func sweepTestRoot(say func(format string, args ...any)) {
+	// Through processDir, not proc.dir: a parallel test may be making
+	// this process's directory right now.
+	mine, _ := processDir()
 	root := testRoot()
 	ents, err := os.ReadDir(root)
 	if err != nil {
@@ -138,7 +141,7 @@ func sweepTestRoot(say func(format string, args ...any)) {
 	}
 	for _, e := range ents {
 		dir := filepath.Join(root, e.Name())
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || dir == proc.dir {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || dir == mine {
 			continue
 		}
 		if err := sweepProcessDir(dir, say); err != nil {

@@ -117,3 +117,79 @@ func TestStartCrash(t *testing.T) {
 		t.Errorf("the dead process's directory is still there: %v", err)
 	}
 }
+
+// skipChildEnv runs TestStartSkipChild in the children of
+// TestStartSweepsWhenSkipped, with the lab file to load.
+const skipChildEnv = "EMUFABRIC_TEST_SKIP_CHILD_LAB"
+
+// TestStartSkipChild is a test process that is not root: LoadUnique
+// makes its directory, Start skips.
+func TestStartSkipChild(t *testing.T) {
+	file := os.Getenv(skipChildEnv)
+	if file == "" {
+		t.Skip("run by TestStartSweepsWhenSkipped")
+	}
+	Start(t, LoadUnique(t, file))
+	t.Errorf("Start did not skip (uid %d)", os.Geteuid())
+}
+
+// TestStartSweepsWhenSkipped: a test process that is not root, whose
+// Start skips, still sweeps what earlier such processes left in the
+// user's test root (the directory LoadUnique made): every skipped `go
+// test` of a user would otherwise leave one more for good, as no root
+// process sweeps another user's root.
+func TestStartSweepsWhenSkipped(t *testing.T) {
+	SkipUnlessRoot(t)
+	const nobody = 65534
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp("", "skip-sweep-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	if err := os.Chmod(tmp, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	// The child runs as nobody: a copy of this test binary and of the
+	// lab file that nobody can read.
+	bin, file := filepath.Join(tmp, "lab.test"), filepath.Join(tmp, "two-hosts.yaml")
+	for src, dst := range map[string]string{exe: bin, "../examples/two-hosts.yaml": file} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root := filepath.Join(tmp, fmt.Sprintf("emufabric-test-%d", nobody))
+	run := func() []string {
+		cmd := exec.Command(bin, "-test.run=^TestStartSkipChild$", "-test.v")
+		cmd.Dir = tmp
+		cmd.Env = []string{"TMPDIR=" + tmp, skipChildEnv + "=" + file}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- SKIP: TestStartSkipChild") {
+			t.Fatalf("child as uid %d: %v\n%s", nobody, err, out)
+		}
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var dirs []string
+		for _, e := range ents {
+			dirs = append(dirs, e.Name())
+		}
+		return dirs
+	}
+	first := run()
+	if len(first) != 1 {
+		t.Fatalf("after one skipped run, %s holds %q, want its process's directory", root, first)
+	}
+	if second := run(); len(second) != 1 || second[0] == first[0] {
+		t.Errorf("after a second skipped run, %s holds %q: the first's %s was not swept", root, second, first[0])
+	}
+}
