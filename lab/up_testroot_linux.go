@@ -30,8 +30,9 @@ import (
 //	    41234-k3x9q/        one test process
 //	        owner           flock(2)ed by it; its pid and command line
 //	        bin/            emuswitch, emunic (and emulab), built once
-//	        f1/ f2/ ...     lab files of LoadUnique and of Parse'd specs
-//	        s1/ s2/ ...     a state root per Start: s1/<lab>/state.json ...
+//	        f1/ f3/ ...     lab files of LoadUnique and of Parse'd specs
+//	        s2/ s4/ ...     a state root per Start: s2/<lab>/state.json ...
+//	                        (f and s share one count: processSubdir)
 //	    .new-123456/        a process directory being made (never swept)
 
 // ownerFile is the lock and marker of a test process's directory.
