@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vishvananda/netlink"
@@ -83,6 +84,9 @@ type Lab struct {
 	// itself, and Start's cleanup then calls Down again.
 	downOnce sync.Once
 	downErr  error
+	// down is set once Down began: Namespace refuses its nodes then,
+	// rather than let Exec trip over a namespace file that is gone.
+	down atomic.Bool
 }
 
 // Up builds spec as a namespace lab: a namespace per node, a daemon per
@@ -574,6 +578,7 @@ func (l *Lab) Release() error {
 // return its result.
 func (l *Lab) Down() error {
 	l.downOnce.Do(func() {
+		l.down.Store(true)
 		for _, p := range l.procs {
 			p.stopping.Store(true)
 		}
@@ -612,10 +617,13 @@ func (l *Lab) Health() error {
 	return errors.New(strings.Join(dead, "\n"))
 }
 
-// Namespace is the namespace of node.
+// Namespace is the namespace of node; an error once the lab is down.
 func (l *Lab) Namespace(node string) (string, error) {
 	if l.Spec.Node(node) == nil {
 		return "", fmt.Errorf("lab %s has no node %q", l.Spec.Name, node)
+	}
+	if l.down.Load() {
+		return "", fmt.Errorf("lab %s is down (Lab.Down): node %s has no namespace any more", l.Spec.Name, node)
 	}
 	return NamespaceName(l.Spec.Name, node)
 }

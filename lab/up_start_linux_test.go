@@ -433,6 +433,12 @@ func TestStartHelperExtras(t *testing.T) {
 		if err := l.Down(); err != nil {
 			t.Errorf("second Down: %v", err)
 		}
+		// A command after Down is refused as such, not with the
+		// missing namespace file it would otherwise trip over.
+		want := "lab " + l.Spec.Name + " is down (Lab.Down)"
+		if out, err := l.Exec("h1", "true"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Exec after Down: %v (%q), want an error saying %q", err, out, want)
+		}
 	})
 	if len(rec.errs) != 0 {
 		t.Errorf("cleanup after Down reported %q", rec.errs)
