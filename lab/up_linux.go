@@ -35,7 +35,8 @@ type UpOptions struct {
 	// StateRoot holds the lab's state directory ("" is DefaultStateRoot).
 	StateRoot string
 	// BinDir is where emuswitch and emunic are ("": next to the running
-	// executable, then PATH; see FindBinary).
+	// executable, then PATH, see FindBinary; under Start, built first,
+	// see Start).
 	BinDir string
 	// Hosts says what stands behind a NIC node ("" is HostsAuto; under
 	// Start, HostsNIC).
