@@ -315,12 +315,11 @@ func runLiveCapture(errOut io.Writer, args []string, fl *liveCaptureFlags) error
 		if missed > 0 {
 			notef("%d frame%s not captured: a daemon's queue toward this capture was full (the comment of the port's next packet says how many before it, the file's interface statistics how many in all); write to a file on a faster disk, capture fewer ports, or filter afterwards", missed, livePlural(int(missed)))
 		}
-	} else if file != nil {
-		// No daemon captured: leave no empty file behind.
-		file.discard()
 	}
-	if err == nil && out != os.Stdout {
-		err = out.Close()
+	if file != nil {
+		if cerr := file.finish(started); err == nil {
+			err = cerr
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("capture: %w", err)

@@ -62,6 +62,20 @@ func (c *captureFile) Write(b []byte) (int, error) {
 	return c.File.Write(b)
 }
 
+// finish closes -w FILE at the end of a capture, or discards it when no
+// daemon captured (started is false). It closes the file once: a capture
+// whose -w FIFO lost its reader before the header went out ends with
+// streamLive's nil error (EPIPE is the reader going) and nothing started,
+// and a second Close after discard's failed with "file already closed",
+// an exit status of 1 for a capture that ended as -w - does.
+func (c *captureFile) finish(started bool) error {
+	if !started {
+		c.discard()
+		return nil
+	}
+	return c.Close()
+}
+
 // discard closes a file no daemon captured into and removes it if capture
 // made it and it is a regular file: an empty file is left behind for
 // nothing. Anything that was there before stays, with its bytes (nothing

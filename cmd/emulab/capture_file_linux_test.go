@@ -114,3 +114,48 @@ func TestCaptureFileFIFOReaderGone(t *testing.T) {
 		t.Errorf("write after the reader closed the FIFO: %v, want EPIPE", err)
 	}
 }
+
+// TestCaptureFileFinishNotStarted: a -w FIFO whose reader went before the
+// capture's header got out ends the capture with nothing started (the
+// EPIPE is the reader going, not an error); finishing it closes the file
+// once and reports no error. It closed it twice, and the second Close's
+// "file already closed" made the capture exit with status 1.
+func TestCaptureFileFinishNotStarted(t *testing.T) {
+	node := filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(node, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := os.OpenFile(node, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := createCaptureFile(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd.Close()
+	if _, err := f.Write([]byte("header")); !errors.Is(err, syscall.EPIPE) {
+		t.Fatalf("write after the reader went: %v, want EPIPE", err)
+	}
+	if err := f.finish(false); err != nil {
+		t.Errorf("finish of a capture that never started: %v", err)
+	}
+	if _, err := os.Lstat(node); err != nil {
+		t.Errorf("the FIFO was removed: %v", err)
+	}
+
+	// Started: closed, kept.
+	path := filepath.Join(t.TempDir(), "c.pcapng")
+	if f, err = createCaptureFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.finish(true); err != nil {
+		t.Errorf("finish of a started capture: %v", err)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "x" {
+		t.Errorf("the started capture's file: %q, %v", b, err)
+	}
+}
