@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -143,14 +144,22 @@ func (d *decoder) read(data []byte) (map[string]any, bool) {
 }
 
 // secondDocument is the line where a second YAML document with content
-// starts, or 0. An empty one (a trailing "---") is harmless.
+// starts, or 0. An empty one (a trailing "---") is harmless. One that
+// does not parse is a second document too: taking the decoder's error
+// for "none" let a lab pasted after the first, with a typo, be ignored.
 func secondDocument(data []byte) int {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var first, second yaml.Node
-	if dec.Decode(&first) != nil {
+	if dec.Decode(&first) != nil || len(first.Content) == 0 {
 		return 0
 	}
-	if err := dec.Decode(&second); err != nil || len(second.Content) == 0 {
+	if err := dec.Decode(&second); err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0
+		}
+		return markerAfter(data, first.Content[0].Line)
+	}
+	if len(second.Content) == 0 {
 		return 0
 	}
 	if c := second.Content[0]; c.Kind == yaml.ScalarNode && c.Tag == "!!null" && c.Value == "" {
@@ -166,6 +175,18 @@ func secondDocument(data []byte) int {
 		}
 	}
 	return line
+}
+
+// markerAfter is the first line after line from that starts a document
+// ("---" at the start of the line, alone or before a space), or 0.
+func markerAfter(data []byte, from int) int {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		l = bytes.TrimRight(l, "\r")
+		if i+1 > from && bytes.HasPrefix(l, []byte("---")) && (len(l) == 3 || l[3] == ' ' || l[3] == '\t') {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // checkFoldedKeys reports mapping keys that differ only in case: viper would

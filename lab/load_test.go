@@ -259,6 +259,10 @@ func TestParseErrors(t *testing.T) {
 		// after "---" was ignored without a word.
 		{"second document", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\n---\nname: t2"),
 			`t.yaml:22: a second YAML document starts here: a lab file holds one lab (split the file, or remove the "---")`},
+		// A second document that does not parse is a second document
+		// too: the decoder's error on it was taken for "no second one".
+		{"second document that does not parse", replace(`sim: {duration: 1ms}`, "sim: {duration: 1ms}\n---\nname: [t2"),
+			`t.yaml:22: a second YAML document starts here: a lab file holds one lab (split the file, or remove the "---")`},
 		// A refused xoff is one error: not also "xon ... need xoff" at the
 		// profile, a line earlier, as if xoff were missing.
 		{"negative xoff", replace(`xoff: 40KiB}`, `xoff: -5}`),
