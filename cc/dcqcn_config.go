@@ -155,6 +155,10 @@ func (c *DCQCN) Validate() error {
 		return fmt.Errorf("rp_gd: must be in 10..20, got %d", c.RPGD)
 	case c.RPMinDecFac < 0 || c.RPMinDecFac >= 100:
 		return fmt.Errorf("rp_min_dec_fac: must be in [0,100) percent, got %g", c.RPMinDecFac)
+	case c.RPRateToSetOnFirstCNP < 0:
+		// The RP takes the knob only when it is above 0: a negative
+		// value would quietly mean "cut as usual".
+		return fmt.Errorf("rp_rate_to_set_on_first_cnp: must be >= 0 Mb/s (0: cut as usual), got %g", c.RPRateToSetOnFirstCNP)
 	case c.RPDCETCPG <= 0 || c.RPDCETCPG > 1024:
 		return fmt.Errorf("rp_dce_tcp_g: must be in (0,1024], got %g", c.RPDCETCPG)
 	case c.RPDCETCPRTT <= 0:

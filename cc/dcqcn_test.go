@@ -242,6 +242,13 @@ func TestValidate(t *testing.T) {
 	if err := bad.Validate(); err == nil {
 		t.Fatal("np_cnp_prio 9 accepted")
 	}
+	// A negative first-CNP rate was taken as 0 (cut as usual) without a
+	// word; the lab file refuses negative values.
+	bad = NVIDIAProfile()
+	bad.RPRateToSetOnFirstCNP = -5
+	if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "rp_rate_to_set_on_first_cnp: ") {
+		t.Fatalf("rp_rate_to_set_on_first_cnp -5: %v", err)
+	}
 	// A floor above the cap: NewRP clamped the floor to the cap, ignoring
 	// it without a word. A cap of 0 is the line rate.
 	bad = NVIDIAProfile()
