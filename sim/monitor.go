@@ -111,6 +111,17 @@ func (s *Sim) startSampling() {
 			sr.Hosts = append(sr.Hosts, HostPauseSeries{Host: h.cfg.Name, Prio: q})
 		}
 	}
+	// RDMA NIC hosts are paused by PFC as synthetic hosts are (the summary's
+	// NIC table has their paused us): host_pause.csv and pause.svg show them
+	// too. An IB NIC has credits, not pauses.
+	for _, h := range s.nics {
+		if h.ib() {
+			continue
+		}
+		for _, q := range prios {
+			sr.Hosts = append(sr.Hosts, HostPauseSeries{Host: h.cfg.Name, Prio: q})
+		}
+	}
 	for _, f := range s.flows {
 		sr.Flows = append(sr.Flows, FlowSeries{Flow: f.cfg.Name})
 	}
@@ -174,7 +185,7 @@ func (s *Sim) sample() {
 	}
 	for i := range sr.Hosts {
 		hs := &sr.Hosts[i]
-		hs.Paused = append(hs.Paused, s.Host(hs.Host).Paused(hs.Prio))
+		hs.Paused = append(hs.Paused, s.hostPaused(hs.Host, hs.Prio))
 	}
 	for i, f := range s.flows {
 		var rx uint64
@@ -189,4 +200,16 @@ func (s *Sim) sample() {
 	}
 	s.rdmaSample(sr)
 	s.sampler.Reset(now + sr.Interval)
+}
+
+// hostPaused reports whether the named host's (synthetic or NIC) egress
+// priority p is paused by received PFC now.
+func (s *Sim) hostPaused(name string, p int) bool {
+	switch h := s.nodes[name].(type) {
+	case *Host:
+		return h.Paused(p)
+	case *nicHost:
+		return h.n != nil && h.n.Paused(p)
+	}
+	return false
 }

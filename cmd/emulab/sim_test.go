@@ -42,8 +42,9 @@ func TestSimCommandExamples(t *testing.T) {
 				t.Fatalf("%v\n%s", err, out)
 			}
 			// The dcqcn-* and ib-rdma examples run RDMA flows on real NICs only: their
-			// flows are in the RDMA table and rdma_qps.csv, flows.csv and
-			// host_pause.csv (synthetic hosts) have a header only.
+			// flows are in the RDMA table and rdma_qps.csv, flows.csv (raw
+			// flows) has a header only; host_pause.csv has the RoCE NICs'
+			// rows, an IB lab's a header only.
 			rdmaOnly := strings.Contains(file, "dcqcn-") || strings.Contains(file, "ib-rdma")
 			table := "\nFlows\n"
 			if rdmaOnly {
