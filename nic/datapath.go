@@ -443,6 +443,7 @@ func (n *NIC) accept(q *QP, h *bth.Headers, size int) bool {
 	n.cnt[RdmaRxBytes] += uint64(size)
 	q.Stats.RxPackets++
 	q.Stats.RxBytes += uint64(size)
+	q.Stats.RxPayloadBytes += uint64(len(h.Payload))
 	return true
 }
 

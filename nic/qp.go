@@ -162,6 +162,7 @@ type recvWQE struct {
 type QPStats struct {
 	TxPackets, TxBytes     uint64 // frames this QP sent (requests, responses, ACKs)
 	RxPackets, RxBytes     uint64 // frames this QP accepted
+	RxPayloadBytes         uint64 // their payload (message bytes, pad excluded)
 	RetransmittedPackets   uint64
 	Timeouts, SeqNAKs      uint64
 	RNRNAKs                uint64

@@ -173,16 +173,17 @@ func (f *rdmaFlow) connect() error {
 	return nil
 }
 
-// rxBytes is the flow's data bytes accepted at the data receiver so far:
-// request frames at the destination's QPs (WRITE, SEND) or response frames
-// at the source's (READ), headers included.
+// rxBytes is the flow's payload accepted at the data receiver so far:
+// that of request frames at the destination's QPs (WRITE, SEND) or of
+// response frames at the source's (READ). Payload, not frame bytes, as a
+// raw flow's received bytes are: flow_rates.csv has both in one column.
 func (f *rdmaFlow) rxBytes() uint64 {
 	var n uint64
 	for _, q := range f.qps {
 		if f.cfg.Op == OpRead {
-			n += q.src.QP.Stats.RxBytes
+			n += q.src.QP.Stats.RxPayloadBytes
 		} else {
-			n += q.dst.QP.Stats.RxBytes
+			n += q.dst.QP.Stats.RxPayloadBytes
 		}
 	}
 	return n

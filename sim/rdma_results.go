@@ -202,8 +202,9 @@ func (s *Sim) rdmaSeriesInit(sr *Series) {
 	}
 }
 
-// rdmaSample appends each RDMA flow's received rate (data frames accepted
-// by the data receiver's QPs, headers included) over the last interval.
+// rdmaSample appends each RDMA flow's received rate (the payload of the
+// data frames the data receiver's QPs accepted) over the last interval,
+// the unit of a raw flow's FlowSeries.
 func (s *Sim) rdmaSample(sr *Series) {
 	base := len(s.flows)
 	for i, f := range s.rdma {
