@@ -110,6 +110,14 @@ func runSim(cmd *cobra.Command, file string, fl *simFlags) error {
 	if err != nil {
 		return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: %w", file, err)}
 	}
+	if fl.out != "" {
+		// Make the directory now, as --capture does: a path that cannot be
+		// one (a file, no permission) is refused before a long run, not
+		// after it with its results lost.
+		if err := os.MkdirAll(fl.out, 0o755); err != nil {
+			return &exitError{code: exitRunFailed, err: fmt.Errorf("%s: -o: %w; nothing was run", file, err)}
+		}
+	}
 	var capt *simCapture
 	if fl.capture != "" {
 		if capt, err = startCapture(fl.capture, fl.padLinks, spec, s); err != nil {

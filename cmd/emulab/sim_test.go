@@ -514,3 +514,20 @@ func TestSimPadLinksNeedsIBCapture(t *testing.T) {
 		t.Errorf("%s was made for a refused run", dir)
 	}
 }
+
+// An -o DIR that cannot be a directory is refused before the run, not
+// after it with the results lost.
+func TestSimOutDirIsFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "results")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runSimCmd(t, "../../examples/two-hosts.yaml", "-o", file)
+	var ee *exitError
+	if !errors.As(err, &ee) || ee.code != exitRunFailed || !strings.Contains(err.Error(), "-o: mkdir "+file) || !strings.Contains(err.Error(), "nothing was run") {
+		t.Errorf("err %v, want exit %d naming -o and %s", err, exitRunFailed, file)
+	}
+	if strings.Contains(out, "Flows") {
+		t.Errorf("the run went ahead:\n%s", out)
+	}
+}
