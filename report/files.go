@@ -3,9 +3,12 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -20,7 +23,9 @@ import (
 const maxChartLines = 10
 
 // WriteFiles writes the CSV time series, summary CSVs and SVG charts of a
-// run into dir (created if needed) and returns the paths written.
+// run into dir (created if needed) and returns the paths written. Files of
+// these names that this run does not write (rdma_qps.csv of an earlier
+// RDMA run) are removed; other files in dir are left alone.
 //
 //	flows.csv          one row per flow: bytes, throughput, FCT (IB: and FECN, BECN, CCTI)
 //	rdma_qps.csv       one row per QP of the RDMA flows: throughput, FCT, CNPs, retransmissions
@@ -45,28 +50,19 @@ func WriteFiles(dir string, spec *lab.Spec, r *sim.Results) ([]string, error) {
 		written = append(written, p)
 		return nil
 	}
-	files := []struct {
-		name string
-		fn   func(*sim.Results) ([]byte, error)
-	}{
+	files := []fileOut{
 		{"flows.csv", func(r *sim.Results) ([]byte, error) { return flowsCSV(spec, r) }},
 		{"ports.csv", func(r *sim.Results) ([]byte, error) { return portsCSV(spec, r) }},
 	}
 	ib := spec.Fabric == lab.FabricIB
 	if len(r.RDMA) > 0 {
-		files = append(files, []struct {
-			name string
-			fn   func(*sim.Results) ([]byte, error)
-		}{
+		files = append(files, []fileOut{
 			{"rdma_qps.csv", rdmaQPsCSV},
 			{"nic_counters.csv", nicCountersCSV},
 		}...)
 	}
 	if r.Series != nil && len(r.Series.Times) > 0 {
-		files = append(files, []struct {
-			name string
-			fn   func(*sim.Results) ([]byte, error)
-		}{
+		files = append(files, []fileOut{
 			{"queues.csv", func(r *sim.Results) ([]byte, error) { return queuesCSV(r, ib) }},
 			{"flow_rates.csv", flowRatesCSV},
 			{"host_pause.csv", hostPauseCSV},
@@ -84,7 +80,27 @@ func WriteFiles(dir string, spec *lab.Spec, r *sim.Results) ([]string, error) {
 			return written, err
 		}
 	}
+	// A directory reused from another run (an RDMA lab's, one with a time
+	// series) would keep that run's files beside this one's, which a reader
+	// of the directory takes for this run's: remove those of our names this
+	// run does not write, and nothing else.
+	for _, name := range outputNames {
+		if !slices.ContainsFunc(files, func(f fileOut) bool { return f.name == name }) {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return written, err
+			}
+		}
+	}
 	return written, nil
+}
+
+// outputNames are every file WriteFiles may write.
+var outputNames = []string{"flows.csv", "ports.csv", "rdma_qps.csv", "nic_counters.csv",
+	"queues.csv", "flow_rates.csv", "host_pause.csv", "queues.svg", "throughput.svg", "pause.svg"}
+
+type fileOut struct {
+	name string
+	fn   func(*sim.Results) ([]byte, error)
 }
 
 func writeCSV(rows [][]string) ([]byte, error) {

@@ -191,3 +191,30 @@ func TestIBSeriesFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteFilesRemovesStale: a directory reused from an RDMA run loses
+// that run's rdma_qps.csv and nic_counters.csv, which this run does not
+// write and a reader would take for its own; a file of another name stays.
+func TestWriteFilesRemovesStale(t *testing.T) {
+	spec, err := lab.Parse("small-ib.yaml", []byte(ibLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, name := range []string{"rdma_qps.csv", "nic_counters.csv", "notes.txt"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("old\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := WriteFiles(dir, spec, ibResults()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"rdma_qps.csv", "nic_counters.csv"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			t.Errorf("%s of the earlier run is still there", name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Errorf("notes.txt, not ours: %v", err)
+	}
+}
