@@ -216,7 +216,7 @@ func NewContext(ctx context.Context, opts Options, logw io.Writer) (*Daemon, err
 		// its frames at the link rate but adds no propagation delay, loss
 		// or corruption. Between two emuswitches each end emulates its own
 		// egress.
-		p.nicPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindNIC
+		p.nicPeer = emunicPeer(p.bind, lp.Peer)
 		p.swPeer = lp.Peer != nil && lp.Peer.Node.Kind == lab.KindSwitch
 		p.both = p.bind != nil && (p.bind.Kind == TAPLink || p.nicPeer)
 		// The wire is free for the next frame its per-frame overhead

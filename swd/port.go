@@ -334,3 +334,17 @@ func (d *Daemon) corrupt(f *frame.Frame) {
 func isMACControl(b []byte) bool {
 	return len(b) >= wire.EthernetSize && b[12] == 0x88 && b[13] == 0x08
 }
+
+// emunicPeer reports whether the port's other end is an emunic, which
+// paces its frames at the link rate itself. A lab's `kind: nic` host
+// behind a TAP (`emulab up --hosts tap`) is the host's kernel instead: it
+// sends as fast as the machine lets it, so the switch must pace what it
+// sends (the ingress wire at the link rate) and a `link set ... rate`
+// must reach that wire too. Taking the node's kind alone left a TAP
+// host's transmit unpaced at any rate.
+func emunicPeer(bind *PortBind, peer *lab.Port) bool {
+	if bind != nil && bind.Kind == TAPLink {
+		return false
+	}
+	return peer != nil && peer.Node.Kind == lab.KindNIC
+}
