@@ -38,6 +38,11 @@ func ParsePortURI(s string) (PortURI, error) {
 		if rest == "" || !strings.HasPrefix(rest, "/") {
 			return PortURI{}, fmt.Errorf("--port %q: the socket path must be absolute", s)
 		}
+		// sun_path holds 108 bytes including the terminating NUL: a
+		// longer path failed only at bind or connect, with EINVAL.
+		if len(rest) > 107 {
+			return PortURI{}, fmt.Errorf("--port %q: the socket path is %d bytes, at most 107 fit a unix socket address", s, len(rest))
+		}
 		shm := strings.HasPrefix(kind, "shm-")
 		if shm {
 			kind = "seqpacket-" + strings.TrimPrefix(kind, "shm-")
@@ -105,6 +110,10 @@ func checkIfName(s string) error {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
 			return fmt.Errorf("interface name %q: only letters, digits, '_', '-' and '.'", s)
 		}
+	}
+	// The kernel refuses these (dev_valid_name), as emuswitch's check does.
+	if s == "." || s == ".." {
+		return fmt.Errorf("interface name %q: not a name the kernel accepts", s)
 	}
 	return nil
 }

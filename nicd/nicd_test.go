@@ -101,6 +101,7 @@ func TestParsePortURI(t *testing.T) {
 		{"udp:nonsense,127.0.0.1:1", "", "local address"},
 		{"tap:eth0@ns", "", "unknown transport"},
 		{"/just/a/path", "", "want seqpacket-listen"},
+		{"seqpacket-dial:/" + strings.Repeat("d", 107), "", "at most 107"},
 	} {
 		u, err := ParsePortURI(c.in)
 		if c.wantErr != "" {
@@ -128,6 +129,8 @@ func TestParseTAP(t *testing.T) {
 		{"a-very-long-interface@x", "", "", false},
 		{"et h0@x", "", "", false},
 		{"@x", "", "", false},
+		{".@x", "", "", false},
+		{"..", "", "", false},
 	} {
 		s, err := ParseTAP(c.in)
 		if (err == nil) != c.ok || c.ok && (s.Name != c.name || s.Netns != c.ns) {
