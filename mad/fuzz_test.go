@@ -116,10 +116,11 @@ func FuzzAgent(f *testing.F) {
 	f.Add([]byte(getSMP(mad.AttrNodeInfo, 0, 1, 4)), uint8(2))
 	f.Add([]byte(setSMP(mad.AttrLinearFwdTable, 1, []byte{1, 2, 3}, 1)), uint8(1))
 	f.Add([]byte(setSMP(mad.AttrPortInfo, 0, make([]byte, 64), 1)), uint8(3))
-	f.Fuzz(func(t *testing.T, b []byte, in uint8) {
-		if len(b) != mad.Size {
-			return
-		}
+	f.Fuzz(func(t *testing.T, in0 []byte, in uint8) {
+		// Any input is an SMP, cut or zero-padded to its 256 bytes: the
+		// mutator's length changes would otherwise all be thrown away.
+		b := make([]byte, mad.Size)
+		copy(b, in0)
 		for _, typ := range []uint8{mad.NodeTypeSwitch, mad.NodeTypeCA} {
 			a := mad.NewAgent(mad.AgentConfig{NodeType: typ, NumPorts: 8, NodeGUID: 1, LinearFDBCap: 1024})
 			for p := 1; p <= 8; p += 2 {
