@@ -411,7 +411,7 @@ func TestTAPNameTaken(t *testing.T) {
 		t.Errorf("second TAP of the same name: %v, want it said the name is held open", err)
 	}
 	if err := nl.LinkAdd(&netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "emut-br"}}); err != nil {
-		t.Skipf("cannot add a bridge: %v", err)
+		t.Fatalf("add a bridge in the test namespace: %v", err)
 	}
 	_, err = CreateTAP(TAPConfig{Name: "emut-br", NetNS: ns})
 	if err == nil || !strings.Contains(err.Error(), "is not a TAP") {

@@ -82,14 +82,7 @@ func TestCaptureFileDiscard(t *testing.T) {
 // blocked for good once the FIFO was full, and SIGINT could not end the
 // capture stuck in its write.
 func TestCaptureFileFIFOReaderGone(t *testing.T) {
-	node := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(node, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rd, err := os.OpenFile(node, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, rd := fifoWithReader(t)
 	f, err := createCaptureFile(node)
 	if err != nil {
 		t.Fatal(err)
@@ -121,14 +114,7 @@ func TestCaptureFileFIFOReaderGone(t *testing.T) {
 // once and reports no error. It closed it twice, and the second Close's
 // "file already closed" made the capture exit with status 1.
 func TestCaptureFileFinishNotStarted(t *testing.T) {
-	node := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(node, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rd, err := os.OpenFile(node, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	node, rd := fifoWithReader(t)
 	f, err := createCaptureFile(node)
 	if err != nil {
 		t.Fatal(err)
@@ -158,4 +144,21 @@ func TestCaptureFileFinishNotStarted(t *testing.T) {
 	if b, err := os.ReadFile(path); err != nil || string(b) != "x" {
 		t.Errorf("the started capture's file: %q, %v", b, err)
 	}
+}
+
+// fifoWithReader makes a FIFO and opens its reading end, without blocking,
+// so that an open for writing (createCaptureFile) does not wait. The
+// reader is closed at the test's end if the test has not closed it.
+func fifoWithReader(t *testing.T) (node string, rd *os.File) {
+	t.Helper()
+	node = filepath.Join(t.TempDir(), "fifo")
+	if err := syscall.Mkfifo(node, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := os.OpenFile(node, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	return node, rd
 }

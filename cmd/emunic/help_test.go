@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/emufabric/emufabric/internal/daemontest"
 )
 
 // TestHelp: -h prints the usage, with its examples, on stdout and is not
@@ -27,33 +29,9 @@ func TestHelp(t *testing.T) {
 }
 
 // TestUsageRequiredIsRequired: the flags the usage calls required are the
-// ones run refuses to go without, and no others: the usage once listed
-// flags the daemon ran without.
+// ones run refuses to go without, and no others.
 func TestUsageRequiredIsRequired(t *testing.T) {
-	var out bytes.Buffer
-	_ = run([]string{"-h"}, &out)
-	usage := out.String()
-	i := strings.Index(usage, " are required")
-	if i < 0 {
-		t.Fatalf("usage names no required flags:\n%s", usage)
-	}
-	line := usage[strings.LastIndex(usage[:i], "\n")+1 : i]
-	named := strings.FieldsFunc(strings.ReplaceAll(line, " and ", ","), func(r rune) bool { return r == ',' || r == ' ' })
-	var required []string
-	for _, f := range allFlags {
-		args := []string{}
-		for _, g := range allFlags {
-			if g[0] != f[0] {
-				args = append(args, g...)
-			}
-		}
-		if err := run(args, &bytes.Buffer{}); err != nil && strings.Contains(err.Error(), f[0]+" is required") {
-			required = append(required, f[0])
-		}
-	}
-	if strings.Join(named, " ") != strings.Join(required, " ") {
-		t.Errorf("usage says %q are required; run requires %q", named, required)
-	}
+	daemontest.RequiredFlagsMatchUsage(t, run, allFlags)
 }
 
 // allFlags are flags for a run that fails after the check of required
